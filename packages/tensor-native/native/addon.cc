@@ -1,0 +1,25 @@
+// Module initialisation only: one AddonState per environment, then every op family.
+#include <napi.h>
+
+#include "addon-state.h"
+#include "call.h"
+
+namespace {
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  auto* state = new flodl::AddonState(env);
+  env.SetInstanceData<flodl::AddonState>(state);  // deleted with the environment
+  flodl::Registry registry(env, exports, state);
+  flodl::registerRuntimeOps(registry);
+  flodl::registerCreationOps(registry);
+  flodl::registerElementwiseOps(registry);
+  flodl::registerReductionOps(registry);
+  flodl::registerShapeOps(registry);
+  flodl::registerLinalgOps(registry);
+  flodl::registerInplaceOps(registry);
+  return exports;
+}
+
+}  // namespace
+
+NODE_API_MODULE(flodl_tensor_native, Init)

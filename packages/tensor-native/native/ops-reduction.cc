@@ -1,0 +1,108 @@
+// Reductions over all elements or over dims (keepdim), scans, softmax and friends.
+#include <ATen/ATen.h>
+
+#include "call.h"
+#include "fast-path.h"
+
+namespace flodl {
+namespace {
+
+// sum(t, dims?, keepdim, dtype?)
+FLODL_OP(sum) {
+  const at::Tensor& x = c.tensor(0);
+  BelowAutogradIf skip(!needsAutograd(x));
+  const auto dtype = c.optionalDtype(3);
+  if (c.isAbsent(1)) return c.result(at::sum(x, dtype));
+  return c.result(at::sum(x, c.integers(1), c.flag(2), dtype));
+}
+FLODL_OP(mean) {
+  const at::Tensor& x = c.tensor(0);
+  BelowAutogradIf skip(!needsAutograd(x));
+  const auto dtype = c.optionalDtype(3);
+  if (c.isAbsent(1)) return c.result(at::mean(x, dtype));
+  return c.result(at::mean(x, c.integers(1), c.flag(2), dtype));
+}
+// prod(t, dim?, keepdim, dtype?)
+FLODL_OP(prod) {
+  const at::Tensor& x = c.tensor(0);
+  const auto dtype = c.optionalDtype(3);
+  if (c.isAbsent(1)) return c.result(at::prod(x, dtype));
+  return c.result(at::prod(x, c.integer(1), c.flag(2), dtype));
+}
+FLODL_OP(maxAll) { return c.result(at::max(c.tensor(0))); }
+FLODL_OP(minAll) { return c.result(at::min(c.tensor(0))); }
+FLODL_OP(maxDim) { return c.result(at::max(c.tensor(0), c.integer(1), c.flag(2))); }
+FLODL_OP(minDim) { return c.result(at::min(c.tensor(0), c.integer(1), c.flag(2))); }
+FLODL_OP(amax) { return c.result(at::amax(c.tensor(0), c.integers(1), c.flag(2))); }
+FLODL_OP(amin) { return c.result(at::amin(c.tensor(0), c.integers(1), c.flag(2))); }
+FLODL_OP(argmax) { return c.result(at::argmax(c.tensor(0), c.optionalInteger(1), c.flag(2))); }
+FLODL_OP(argmin) { return c.result(at::argmin(c.tensor(0), c.optionalInteger(1), c.flag(2))); }
+
+// std(t, dims?, unbiased, keepdim) / var
+FLODL_OP(std) {
+  const at::Tensor& x = c.tensor(0);
+  if (c.isAbsent(1)) return c.result(at::std(x, c.flag(2)));
+  return c.result(at::std(x, at::OptionalIntArrayRef(c.integers(1)), c.flag(2), c.flag(3)));
+}
+FLODL_OP(var) {
+  const at::Tensor& x = c.tensor(0);
+  if (c.isAbsent(1)) return c.result(at::var(x, c.flag(2)));
+  return c.result(at::var(x, at::OptionalIntArrayRef(c.integers(1)), c.flag(2), c.flag(3)));
+}
+// norm(t, p, dims?, keepdim): the vector p-norm
+FLODL_OP(norm) {
+  const at::Tensor& x = c.tensor(0);
+  const at::Scalar p = c.scalar(1);
+  if (c.isAbsent(2)) return c.result(at::linalg_vector_norm(x, p, c10::nullopt, false, c10::nullopt));
+  const std::vector<int64_t> dims = c.integers(2);
+  return c.result(at::linalg_vector_norm(x, p, at::OptionalIntArrayRef(dims), c.flag(3), c10::nullopt));
+}
+FLODL_OP(logsumexp) { return c.result(at::logsumexp(c.tensor(0), c.integers(1), c.flag(2))); }
+FLODL_OP(softmax) { return c.result(at::softmax(c.tensor(0), c.integer(1), c.optionalDtype(2))); }
+FLODL_OP(logSoftmax) { return c.result(at::log_softmax(c.tensor(0), c.integer(1), c.optionalDtype(2))); }
+FLODL_OP(cumsum) { return c.result(at::cumsum(c.tensor(0), c.integer(1), c.optionalDtype(2))); }
+FLODL_OP(cumprod) { return c.result(at::cumprod(c.tensor(0), c.integer(1), c.optionalDtype(2))); }
+FLODL_OP(all) {
+  const at::Tensor& x = c.tensor(0);
+  if (c.isAbsent(1)) return c.result(at::all(x));
+  return c.result(at::all(x, c.integer(1), c.flag(2)));
+}
+FLODL_OP(any) {
+  const at::Tensor& x = c.tensor(0);
+  if (c.isAbsent(1)) return c.result(at::any(x));
+  return c.result(at::any(x, c.integer(1), c.flag(2)));
+}
+FLODL_OP(countNonzero) {
+  const at::Tensor& x = c.tensor(0);
+  if (c.isAbsent(1)) return c.result(at::count_nonzero(x));
+  return c.result(at::count_nonzero(x, c.integers(1)));
+}
+
+}  // namespace
+
+void registerReductionOps(Registry& r) {
+  FLODL_REGISTER(r, sum);
+  FLODL_REGISTER(r, mean);
+  FLODL_REGISTER(r, prod);
+  FLODL_REGISTER(r, maxAll);
+  FLODL_REGISTER(r, minAll);
+  FLODL_REGISTER(r, maxDim);
+  FLODL_REGISTER(r, minDim);
+  FLODL_REGISTER(r, amax);
+  FLODL_REGISTER(r, amin);
+  FLODL_REGISTER(r, argmax);
+  FLODL_REGISTER(r, argmin);
+  FLODL_REGISTER(r, std);
+  FLODL_REGISTER(r, var);
+  FLODL_REGISTER(r, norm);
+  FLODL_REGISTER(r, logsumexp);
+  FLODL_REGISTER(r, softmax);
+  FLODL_REGISTER(r, logSoftmax);
+  FLODL_REGISTER(r, cumsum);
+  FLODL_REGISTER(r, cumprod);
+  FLODL_REGISTER(r, all);
+  FLODL_REGISTER(r, any);
+  FLODL_REGISTER(r, countNonzero);
+}
+
+}  // namespace flodl

@@ -1,0 +1,334 @@
+// Lifecycle, metadata, read-out, seeding, threads and the CUDA runtime queries.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/version.h>
+
+#include <cstring>
+
+#include "call.h"
+#include "convert.h"
+
+#ifdef FLODL_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime_api.h>
+#endif
+
+namespace flodl {
+namespace {
+
+FLODL_OP(setErrorFactory) {
+  if (c.length() < 1 || !c.info[0].IsFunction()) c.invalid(0, "a function");
+  c.state.setErrorFactory(c.info[0].As<Napi::Function>());
+  return c.undefined();
+}
+
+FLODL_OP(free) {
+  double handle;
+  if (napi_get_value_double(c.env, c.info[0], &handle) != napi_ok) c.invalid(0, "a handle");
+  return Napi::Boolean::New(c.env, c.state.release(handle));
+}
+
+// freeMany(handles): one call for a whole scope's worth of tensors.
+FLODL_OP(freeMany) {
+  if (c.length() < 1 || !c.info[0].IsArray()) c.invalid(0, "an array of handles");
+  Napi::Array handles = c.info[0].As<Napi::Array>();
+  const uint32_t count = handles.Length();
+  uint32_t freed = 0;
+  for (uint32_t k = 0; k < count; ++k) {
+    double handle;
+    if (napi_get_value_double(c.env, handles.Get(k), &handle) == napi_ok && c.state.release(handle)) ++freed;
+  }
+  return Napi::Number::New(c.env, freed);
+}
+
+FLODL_OP(isLive) {
+  double handle;
+  if (napi_get_value_double(c.env, c.info[0], &handle) != napi_ok) return Napi::Boolean::New(c.env, false);
+  return Napi::Boolean::New(c.env, c.state.tensors().find(handle) != nullptr);
+}
+
+FLODL_OP(liveCount) { return Napi::Number::New(c.env, static_cast<double>(c.state.tensors().live())); }
+
+FLODL_OP(shape) {
+  const at::Tensor& t = c.tensor(0);
+  const auto sizes = t.sizes();
+  Napi::Array out = Napi::Array::New(c.env, sizes.size());
+  for (size_t k = 0; k < sizes.size(); ++k) out.Set(static_cast<uint32_t>(k), static_cast<double>(sizes[k]));
+  return out;
+}
+
+FLODL_OP(strides) {
+  const at::Tensor& t = c.tensor(0);
+  const auto strides = t.strides();
+  Napi::Array out = Napi::Array::New(c.env, strides.size());
+  for (size_t k = 0; k < strides.size(); ++k) out.Set(static_cast<uint32_t>(k), static_cast<double>(strides[k]));
+  return out;
+}
+
+FLODL_OP(dtype) {
+  const at::Tensor& t = c.tensor(0);
+  const int32_t code = dtypeCode(t.scalar_type());
+  if (code < 0) c.state.fail("ERR_DTYPE", c.op, std::string("unsupported dtype ") + c10::toString(t.scalar_type()));
+  return Napi::Number::New(c.env, code);
+}
+
+FLODL_OP(device) { return Napi::Number::New(c.env, deviceCode(c.tensor(0).device())); }
+FLODL_OP(numel) { return Napi::Number::New(c.env, static_cast<double>(c.tensor(0).numel())); }
+FLODL_OP(dim) { return Napi::Number::New(c.env, static_cast<double>(c.tensor(0).dim())); }
+FLODL_OP(isContiguous) { return Napi::Boolean::New(c.env, c.tensor(0).is_contiguous()); }
+FLODL_OP(isPinned) { return Napi::Boolean::New(c.env, c.tensor(0).is_cpu() && c.tensor(0).is_pinned()); }
+FLODL_OP(sameStorage) {
+  const at::Tensor& a = c.tensor(0);
+  const at::Tensor& b = c.tensor(1);
+  return Napi::Boolean::New(c.env, a.has_storage() && b.has_storage() && a.storage().is_alias_of(b.storage()));
+}
+
+FLODL_OP(item) {
+  const at::Tensor& t = c.tensor(0);
+  if (t.numel() != 1) {
+    c.state.fail("ERR_SHAPE", c.op,
+                 "only a tensor with exactly one element converts to a number, got " + std::to_string(t.numel()) +
+                     " elements");
+  }
+  const at::Scalar value = t.item();
+  if (value.isBoolean()) return Napi::Boolean::New(c.env, value.toBool());
+  if (value.isIntegral(false)) return Napi::Number::New(c.env, static_cast<double>(value.toLong()));
+  return Napi::Number::New(c.env, value.toDouble());
+}
+
+FLODL_OP(toTypedArray) { return toTypedArray(c.env, c.tensor(0)); }
+
+// fromTypedArray(data, shape, dtype, device): copies the JS values into a new tensor.
+FLODL_OP(fromTypedArray) {
+  if (c.length() < 1 || !c.info[0].IsTypedArray()) c.invalid(0, "a TypedArray");
+  Napi::TypedArray array = c.info[0].As<Napi::TypedArray>();
+  at::ScalarType source;
+  switch (array.TypedArrayType()) {
+    case napi_float32_array: source = at::kFloat; break;
+    case napi_float64_array: source = at::kDouble; break;
+    case napi_int32_array: source = at::kInt; break;
+    case napi_bigint64_array: source = at::kLong; break;
+    case napi_uint8_array: source = at::kByte; break;
+    case napi_int8_array: source = at::kChar; break;
+    case napi_int16_array: source = at::kShort; break;
+    default: c.invalid(0, "a Float32Array, Float64Array, Int32Array, BigInt64Array, Uint8Array, Int8Array or Int16Array");
+  }
+  const std::vector<int64_t> shape = c.integers(1);
+  int64_t count = 1;
+  for (int64_t size : shape) {
+    if (size < 0) c.invalid(1, "a shape of non-negative sizes");
+    count *= size;
+  }
+  if (static_cast<size_t>(count) != array.ElementLength()) {
+    c.state.fail("ERR_SHAPE", c.op,
+                 "data has " + std::to_string(array.ElementLength()) + " values but the shape holds " +
+                     std::to_string(count));
+  }
+  const at::ScalarType target = c.optionalDtype(2).value_or(source);
+  const c10::Device device = c.device(3);
+  at::Tensor host = at::empty(shape, at::TensorOptions().dtype(source));
+  const size_t bytes = array.ByteLength();
+  if (bytes != 0) {
+    const uint8_t* base = static_cast<const uint8_t*>(array.ArrayBuffer().Data()) + array.ByteOffset();
+    std::memcpy(host.data_ptr(), base, bytes);
+  }
+  if (target != source) host = host.to(target);
+  if (!device.is_cpu()) host = host.to(device);
+  return c.result(std::move(host));
+}
+
+// scalarTensor(value, dtype?): a 0-dim tensor that promotes like a Python number.
+FLODL_OP(scalarTensor) {
+  const at::Scalar value = c.scalar(0);
+  const auto dtype = c.optionalDtype(1);
+  at::Tensor out = dtype ? at::scalar_tensor(value, at::TensorOptions().dtype(*dtype))
+                         : at::scalar_tensor(value, at::TensorOptions().dtype(value.type()));
+  out.unsafeGetTensorImpl()->set_wrapped_number(true);
+  return c.result(std::move(out));
+}
+
+// to(t, dtype | -1, device | undefined, nonBlocking, copy)
+FLODL_OP(to) {
+  const at::Tensor& t = c.tensor(0);
+  const at::ScalarType dtype = c.optionalDtype(1).value_or(t.scalar_type());
+  const c10::Device device = c.isAbsent(2) ? t.device() : c.device(2);
+  return c.result(t.to(device, dtype, c.flag(3), c.flag(4)));
+}
+
+FLODL_OP(clone) { return c.result(c.tensor(0).clone()); }
+FLODL_OP(detach) { return c.result(c.tensor(0).detach()); }
+FLODL_OP(contiguous) { return c.result(c.tensor(0).contiguous()); }
+FLODL_OP(alias) { return c.result(c.tensor(0)); }
+
+// Without CUDA there is nothing to pin against: the data stays where it is.
+FLODL_OP(pinMemory) {
+  const at::Tensor& t = c.tensor(0);
+  if (!at::hasCUDA() || !t.is_cpu()) return c.result(t);
+  return c.result(t.pin_memory());
+}
+
+int64_t cudaDevices() {
+#ifdef FLODL_CUDA
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+#else
+  return 0;
+#endif
+}
+
+FLODL_OP(manualSeed) {
+  const int64_t seed = c.integer(0);
+  {
+    at::Generator generator = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_current_seed(static_cast<uint64_t>(seed));
+  }
+  const int64_t devices = cudaDevices();
+  for (int64_t index = 0; index < devices; ++index) {
+    at::Generator generator =
+        at::globalContext().defaultGenerator(c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index)));
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_current_seed(static_cast<uint64_t>(seed));
+  }
+  return c.undefined();
+}
+
+FLODL_OP(setNumThreads) {
+  const int64_t threads = c.integer(0);
+  if (threads < 1) c.invalid(0, "a thread count >= 1");
+  at::set_num_threads(static_cast<int>(threads));
+  return c.undefined();
+}
+FLODL_OP(getNumThreads) { return Napi::Number::New(c.env, at::get_num_threads()); }
+
+FLODL_OP(buildInfo) {
+  Napi::Object out = Napi::Object::New(c.env);
+  out.Set("torchVersion", Napi::String::New(c.env, TORCH_VERSION));
+#ifdef FLODL_CUDA
+  out.Set("cuda", Napi::Boolean::New(c.env, true));
+#else
+  out.Set("cuda", Napi::Boolean::New(c.env, false));
+#endif
+#ifdef USE_C10D_GLOO
+  out.Set("gloo", Napi::Boolean::New(c.env, true));
+#else
+  out.Set("gloo", Napi::Boolean::New(c.env, false));
+#endif
+#ifdef USE_C10D_NCCL
+  out.Set("nccl", Napi::Boolean::New(c.env, true));
+#else
+  out.Set("nccl", Napi::Boolean::New(c.env, false));
+#endif
+  return out;
+}
+
+FLODL_OP(cudaDeviceCount) { return Napi::Number::New(c.env, static_cast<double>(cudaDevices())); }
+
+#ifdef FLODL_CUDA
+c10::DeviceIndex checkedCudaIndex(Call& c, size_t i) {
+  const int64_t index = c.isAbsent(i) ? 0 : c.integer(i);
+  if (index < 0 || index >= cudaDevices()) {
+    c.state.fail("ERR_DEVICE", c.op,
+                 "cuda:" + std::to_string(index) + " does not exist (" + std::to_string(cudaDevices()) +
+                     " CUDA devices)");
+  }
+  return static_cast<c10::DeviceIndex>(index);
+}
+#endif
+
+FLODL_OP(cudaSynchronize) {
+#ifdef FLODL_CUDA
+  const c10::DeviceIndex index = checkedCudaIndex(c, 0);
+  c10::cuda::CUDAGuard guard(index);
+  const cudaError_t status = cudaDeviceSynchronize();
+  if (status != cudaSuccess) c.state.fail("ERR_NATIVE", c.op, cudaGetErrorString(status));
+#endif
+  return c.undefined();
+}
+
+// [allocated, reserved, peakAllocated, peakReserved, active] in bytes.
+FLODL_OP(cudaMemoryStats) {
+  Napi::Array out = Napi::Array::New(c.env, 5);
+  double values[5] = {0, 0, 0, 0, 0};
+#ifdef FLODL_CUDA
+  const c10::DeviceIndex index = checkedCudaIndex(c, 0);
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index);
+  values[0] = static_cast<double>(stats.allocated_bytes[0].current);
+  values[1] = static_cast<double>(stats.reserved_bytes[0].current);
+  values[2] = static_cast<double>(stats.allocated_bytes[0].peak);
+  values[3] = static_cast<double>(stats.reserved_bytes[0].peak);
+  values[4] = static_cast<double>(stats.active_bytes[0].current);
+#endif
+  for (uint32_t k = 0; k < 5; ++k) out.Set(k, values[k]);
+  return out;
+}
+
+FLODL_OP(cudaResetPeakMemoryStats) {
+#ifdef FLODL_CUDA
+  c10::cuda::CUDACachingAllocator::resetPeakStats(checkedCudaIndex(c, 0));
+#endif
+  return c.undefined();
+}
+
+FLODL_OP(cudaEmptyCache) {
+#ifdef FLODL_CUDA
+  if (cudaDevices() > 0) c10::cuda::CUDACachingAllocator::emptyCache();
+#endif
+  return c.undefined();
+}
+
+FLODL_OP(cudaDeviceName) {
+#ifdef FLODL_CUDA
+  const c10::DeviceIndex index = checkedCudaIndex(c, 0);
+  cudaDeviceProp properties;
+  if (cudaGetDeviceProperties(&properties, index) == cudaSuccess) return Napi::String::New(c.env, properties.name);
+#endif
+  return c.env.Null();
+}
+
+}  // namespace
+
+void registerRuntimeOps(Registry& r) {
+  FLODL_REGISTER(r, setErrorFactory);
+  FLODL_REGISTER(r, free);
+  FLODL_REGISTER(r, freeMany);
+  FLODL_REGISTER(r, isLive);
+  FLODL_REGISTER(r, liveCount);
+  FLODL_REGISTER(r, shape);
+  FLODL_REGISTER(r, strides);
+  FLODL_REGISTER(r, dtype);
+  FLODL_REGISTER(r, device);
+  FLODL_REGISTER(r, numel);
+  FLODL_REGISTER(r, dim);
+  FLODL_REGISTER(r, isContiguous);
+  FLODL_REGISTER(r, isPinned);
+  FLODL_REGISTER(r, sameStorage);
+  FLODL_REGISTER(r, item);
+  FLODL_REGISTER(r, toTypedArray);
+  FLODL_REGISTER(r, fromTypedArray);
+  FLODL_REGISTER(r, scalarTensor);
+  FLODL_REGISTER(r, to);
+  FLODL_REGISTER(r, clone);
+  FLODL_REGISTER(r, detach);
+  FLODL_REGISTER(r, contiguous);
+  FLODL_REGISTER(r, alias);
+  FLODL_REGISTER(r, pinMemory);
+  FLODL_REGISTER(r, manualSeed);
+  FLODL_REGISTER(r, setNumThreads);
+  FLODL_REGISTER(r, getNumThreads);
+  FLODL_REGISTER(r, buildInfo);
+  FLODL_REGISTER(r, cudaDeviceCount);
+  FLODL_REGISTER(r, cudaSynchronize);
+  FLODL_REGISTER(r, cudaMemoryStats);
+  FLODL_REGISTER(r, cudaResetPeakMemoryStats);
+  FLODL_REGISTER(r, cudaEmptyCache);
+  FLODL_REGISTER(r, cudaDeviceName);
+}
+
+}  // namespace flodl

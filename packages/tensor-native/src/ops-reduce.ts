@@ -1,0 +1,188 @@
+// Reductions, scans and normalisers on Tensor. Dims are checked here, before native code.
+import { type DType, parseDType } from './dtype.js';
+import { dtypeCode } from './internal/codes.js';
+import { native } from './internal/binding.js';
+import { call, callMany } from './internal/methods.js';
+import { checkBool, checkInt, checkScalar } from './internal/validate.js';
+import { Tensor, checkOptions, normalizeDim } from './tensor.js';
+
+/** The result of reductions that also locate their values (`max(dim)`, `topk`, `sort`). */
+export interface ValuesIndices {
+  values: Tensor;
+  indices: Tensor;
+}
+
+/** Keyword-only options of reductions. */
+export interface ReduceOptions {
+  /** Accumulate and return in this dtype. */
+  dtype?: DType;
+}
+
+declare module './tensor.js' {
+  interface Tensor {
+    /** Sum of all elements, or over `dim`. PyTorch: `torch.sum`. **Shape**: drops `dim` unless `keepdim`. */
+    sum(dim?: number | number[], keepdim?: boolean, options?: ReduceOptions): Tensor;
+    /** Mean of all elements, or over `dim`. PyTorch: `torch.mean`. */
+    mean(dim?: number | number[], keepdim?: boolean, options?: ReduceOptions): Tensor;
+    /** Product of all elements, or over one `dim`. PyTorch: `torch.prod`. */
+    prod(dim?: number, keepdim?: boolean, options?: ReduceOptions): Tensor;
+    /** Largest element; with `dim`, `{values, indices}`; with a Tensor, the element-wise maximum. */
+    max(): Tensor;
+    max(dim: number, keepdim?: boolean): ValuesIndices;
+    max(other: Tensor): Tensor;
+    /** Smallest element; with `dim`, `{values, indices}`; with a Tensor, the element-wise minimum. */
+    min(): Tensor;
+    min(dim: number, keepdim?: boolean): ValuesIndices;
+    min(other: Tensor): Tensor;
+    /** Maximum over dims (values only). PyTorch: `torch.amax`. */
+    amax(dim: number | number[], keepdim?: boolean): Tensor;
+    /** Minimum over dims (values only). PyTorch: `torch.amin`. */
+    amin(dim: number | number[], keepdim?: boolean): Tensor;
+    /** Index of the largest element (flattened), or along `dim`. PyTorch: `torch.argmax`. */
+    argmax(dim?: number, keepdim?: boolean): Tensor;
+    /** Index of the smallest element (flattened), or along `dim`. PyTorch: `torch.argmin`. */
+    argmin(dim?: number, keepdim?: boolean): Tensor;
+    /** Standard deviation (Bessel-corrected unless `unbiased` is false). PyTorch: `torch.std`. */
+    std(dim?: number | number[], unbiased?: boolean, keepdim?: boolean): Tensor;
+    /** Variance (Bessel-corrected unless `unbiased` is false). PyTorch: `torch.var`. */
+    var(dim?: number | number[], unbiased?: boolean, keepdim?: boolean): Tensor;
+    /** Vector p-norm over all elements or `dim` (`p` may be `Infinity`). PyTorch: `torch.norm`. */
+    norm(p?: number, dim?: number | number[], keepdim?: boolean): Tensor;
+    /** `log(sum(exp(x)))` over `dim`, computed stably. PyTorch: `torch.logsumexp`. */
+    logsumexp(dim: number | number[], keepdim?: boolean): Tensor;
+    /** `exp(x) / sum(exp(x))` along `dim`. PyTorch: `torch.softmax`. */
+    softmax(dim: number, options?: ReduceOptions): Tensor;
+    /** `log(softmax(x))` along `dim`, computed stably. PyTorch: `torch.log_softmax`. */
+    logSoftmax(dim: number, options?: ReduceOptions): Tensor;
+    /** Running sum along `dim`. PyTorch: `torch.cumsum`. */
+    cumsum(dim: number, options?: ReduceOptions): Tensor;
+    /** Running product along `dim`. PyTorch: `torch.cumprod`. */
+    cumprod(dim: number, options?: ReduceOptions): Tensor;
+    /** True when every element is non-zero (over `dim` if given). PyTorch: `torch.all`. */
+    all(dim?: number, keepdim?: boolean): Tensor;
+    /** True when any element is non-zero (over `dim` if given). PyTorch: `torch.any`. */
+    any(dim?: number, keepdim?: boolean): Tensor;
+    /** Number of non-zero elements (over `dim` if given). */
+    countNonzero(dim?: number | number[]): Tensor;
+  }
+}
+
+const proto = Tensor.prototype;
+
+function dims(op: string, self: Tensor, dim: number | number[]): number[] {
+  const ndim = self.ndim;
+  const list = Array.isArray(dim) ? dim : [dim];
+  for (const item of list) normalizeDim(op, item, ndim);
+  return list;
+}
+
+function optionDtype(op: string, options: ReduceOptions | undefined): number {
+  checkOptions(op, options, ['dtype']);
+  return options?.dtype === undefined ? -1 : dtypeCode(parseDType(op, options.dtype));
+}
+
+proto.sum = function sum(this: Tensor, dim?: number | number[], keepdim = false, options?: ReduceOptions): Tensor {
+  if (dim === undefined && options === undefined) return call('sum', { self: this }, () => native.sum(this._h));
+  const dtype = optionDtype('sum', options);
+  const list = dim === undefined ? undefined : dims('sum', this, dim);
+  checkBool('sum', 'keepdim', keepdim, false);
+  return call('sum', { self: this }, () => native.sum(this._h, list, keepdim, dtype));
+};
+
+proto.mean = function mean(this: Tensor, dim?: number | number[], keepdim = false, options?: ReduceOptions): Tensor {
+  const dtype = optionDtype('mean', options);
+  const list = dim === undefined ? undefined : dims('mean', this, dim);
+  checkBool('mean', 'keepdim', keepdim, false);
+  return call('mean', { self: this }, () => native.mean(this._h, list, keepdim, dtype));
+};
+
+proto.prod = function prod(this: Tensor, dim?: number, keepdim = false, options?: ReduceOptions): Tensor {
+  const dtype = optionDtype('prod', options);
+  if (dim !== undefined) normalizeDim('prod', dim, this.ndim);
+  return call('prod', { self: this }, () => native.prod(this._h, dim, keepdim, dtype));
+};
+
+function extremum(op: 'max' | 'min') {
+  const all = op === 'max' ? native.maxAll : native.minAll;
+  const along = op === 'max' ? native.maxDim : native.minDim;
+  const pairwise = op === 'max' ? native.maximum : native.minimum;
+  return function (this: Tensor, dimOrOther?: number | Tensor, keepdim = false): any {
+    if (dimOrOther === undefined) return call(op, { self: this }, () => all(this._h));
+    if (dimOrOther instanceof Tensor) {
+      return call(op, { self: this, other: dimOrOther }, () => pairwise(this._h, dimOrOther._h), 'broadcast');
+    }
+    normalizeDim(op, dimOrOther, this.ndim);
+    checkBool(op, 'keepdim', keepdim, false);
+    const [values, indices] = callMany(op, { self: this }, () => along(this._h, dimOrOther, keepdim));
+    return { values: values!, indices: indices! };
+  };
+}
+proto.max = extremum('max');
+proto.min = extremum('min');
+
+proto.amax = function amax(this: Tensor, dim: number | number[], keepdim = false): Tensor {
+  const list = dims('amax', this, dim);
+  return call('amax', { self: this }, () => native.amax(this._h, list, keepdim));
+};
+proto.amin = function amin(this: Tensor, dim: number | number[], keepdim = false): Tensor {
+  const list = dims('amin', this, dim);
+  return call('amin', { self: this }, () => native.amin(this._h, list, keepdim));
+};
+
+proto.argmax = function argmax(this: Tensor, dim?: number, keepdim = false): Tensor {
+  if (dim !== undefined) normalizeDim('argmax', dim, this.ndim);
+  return call('argmax', { self: this }, () => native.argmax(this._h, dim, keepdim));
+};
+proto.argmin = function argmin(this: Tensor, dim?: number, keepdim = false): Tensor {
+  if (dim !== undefined) normalizeDim('argmin', dim, this.ndim);
+  return call('argmin', { self: this }, () => native.argmin(this._h, dim, keepdim));
+};
+
+function spread(op: 'std' | 'var') {
+  return function (this: Tensor, dim?: number | number[], unbiased = true, keepdim = false): Tensor {
+    checkBool(op, 'unbiased', unbiased, true);
+    checkBool(op, 'keepdim', keepdim, false);
+    const list = dim === undefined ? undefined : dims(op, this, dim);
+    return call(op, { self: this }, () => native[op](this._h, list, unbiased, keepdim));
+  };
+}
+proto.std = spread('std');
+proto.var = spread('var');
+
+proto.norm = function norm(this: Tensor, p = 2, dim?: number | number[], keepdim = false): Tensor {
+  checkScalar('norm', 'p', p);
+  const list = dim === undefined ? undefined : dims('norm', this, dim);
+  return call('norm', { self: this }, () => native.norm(this._h, p, list, keepdim));
+};
+
+proto.logsumexp = function logsumexp(this: Tensor, dim: number | number[], keepdim = false): Tensor {
+  const list = dims('logsumexp', this, dim);
+  return call('logsumexp', { self: this }, () => native.logsumexp(this._h, list, keepdim));
+};
+
+function along(op: 'softmax' | 'logSoftmax' | 'cumsum' | 'cumprod') {
+  return function (this: Tensor, dim: number, options?: ReduceOptions): Tensor {
+    checkInt(op, 'dim', dim);
+    normalizeDim(op, dim, this.ndim);
+    const dtype = optionDtype(op, options);
+    return call(op, { self: this }, () => native[op](this._h, dim, dtype));
+  };
+}
+proto.softmax = along('softmax');
+proto.logSoftmax = along('logSoftmax');
+proto.cumsum = along('cumsum');
+proto.cumprod = along('cumprod');
+
+function truth(op: 'all' | 'any') {
+  return function (this: Tensor, dim?: number, keepdim = false): Tensor {
+    if (dim !== undefined) normalizeDim(op, dim, this.ndim);
+    return call(op, { self: this }, () => native[op](this._h, dim, keepdim));
+  };
+}
+proto.all = truth('all');
+proto.any = truth('any');
+
+proto.countNonzero = function countNonzero(this: Tensor, dim?: number | number[]): Tensor {
+  const list = dim === undefined ? undefined : dims('countNonzero', this, dim);
+  return call('countNonzero', { self: this }, () => native.countNonzero(this._h, list));
+};

@@ -1,0 +1,408 @@
+// Views, reshaping, indexing, gathering/scattering, sorting and joining on Tensor.
+import { FlodlError, invalidArgument } from './errors.js';
+import { native } from './internal/binding.js';
+import { call, callMany } from './internal/methods.js';
+import { checkBool, checkInt, checkIntList, checkNonNegativeInt, checkScalar } from './internal/validate.js';
+import type { ValuesIndices } from './ops-reduce.js';
+import { Tensor, normalizeDim } from './tensor.js';
+
+declare module './tensor.js' {
+  interface Tensor {
+    /** The same data with a new shape (one size may be -1); a view when possible. PyTorch: `torch.reshape`. */
+    reshape(...shape: number[] | [number[]]): Tensor;
+    /** A view with a new shape; fails on incompatible strides. PyTorch: `Tensor.view`. */
+    view(...shape: number[] | [number[]]): Tensor;
+    /** Merges dims `startDim..endDim` into one. PyTorch: `torch.flatten`. */
+    flatten(startDim?: number, endDim?: number): Tensor;
+    /** Splits `dim` into `sizes`. PyTorch: `Tensor.unflatten`. */
+    unflatten(dim: number, sizes: number[]): Tensor;
+    /** Drops size-1 dims (only `dim` when given). PyTorch: `torch.squeeze`. */
+    squeeze(dim?: number): Tensor;
+    /** Inserts a size-1 dim at `dim`. PyTorch: `torch.unsqueeze`. */
+    unsqueeze(dim: number): Tensor;
+    /** Swaps two dims (a view). PyTorch: `torch.transpose`. */
+    transpose(dim0: number, dim1: number): Tensor;
+    /** Reorders the dims (a view). PyTorch: `torch.permute`. */
+    permute(...dims: number[] | [number[]]): Tensor;
+    /** Moves dims to new positions. PyTorch: `torch.movedim`. */
+    movedim(source: number | number[], destination: number | number[]): Tensor;
+    /** Repeats size-1 dims without copying (-1 keeps a size). PyTorch: `Tensor.expand`. */
+    expand(...sizes: number[] | [number[]]): Tensor;
+    /** Expands to `other`'s shape. PyTorch: `Tensor.expand_as`. */
+    expandAs(other: Tensor): Tensor;
+    /** Broadcasts to `shape`. PyTorch: `torch.broadcast_to`. */
+    broadcastTo(shape: number[]): Tensor;
+    /** `length` elements of `dim` from `start` (a view). PyTorch: `torch.narrow`. */
+    narrow(dim: number, start: number, length: number): Tensor;
+    /** Python's `t[start:end:step]` along `dim` (a view; negative bounds count from the end). */
+    slice(dim: number, start?: number, end?: number, step?: number): Tensor;
+    /** Python's `t[index]` along `dim`, dropping that dim (a view). PyTorch: `torch.select`. */
+    select(dim: number, index: number): Tensor;
+    /** Rows of `dim` picked by an int64 `index` vector. PyTorch: `torch.index_select`. */
+    indexSelect(dim: number, index: Tensor): Tensor;
+    /** Advanced indexing `t[i0, i1, ...]` with integer or boolean index tensors. */
+    index(indices: Tensor[]): Tensor;
+    /** `out[i][j] = self[index[i][j]][j]` for dim 0 (and so on). PyTorch: `torch.gather`. */
+    gather(dim: number, index: Tensor): Tensor;
+    /** A copy with `src` (or a value) written at `index` along `dim`. PyTorch: `torch.scatter`. */
+    scatter(dim: number, index: Tensor, src: Tensor | number): Tensor;
+    /** A copy with `src` added at `index` along `dim`. PyTorch: `torch.scatter_add`. */
+    scatterAdd(dim: number, index: Tensor, src: Tensor): Tensor;
+    /** A copy reduced into at `index` with `sum`, `prod`, `mean`, `amax` or `amin`. PyTorch: `torch.scatter_reduce`. */
+    scatterReduce(dim: number, index: Tensor, src: Tensor, reduce: 'sum' | 'prod' | 'mean' | 'amax' | 'amin', options?: { includeSelf?: boolean }): Tensor;
+    /** A copy with `value` where `mask` is true. PyTorch: `torch.masked_fill`. */
+    maskedFill(mask: Tensor, value: number | boolean | Tensor): Tensor;
+    /** The elements where `mask` is true, as a 1-d tensor. PyTorch: `torch.masked_select`. */
+    maskedSelect(mask: Tensor): Tensor;
+    /** Indices of non-zero elements, one row per element. PyTorch: `torch.nonzero`. */
+    nonzero(): Tensor;
+    /** `chunks` nearly equal pieces along `dim`. PyTorch: `torch.chunk`. */
+    chunk(chunks: number, dim?: number): Tensor[];
+    /** Pieces of `size` (or the listed sizes) along `dim`. PyTorch: `torch.split`. */
+    split(sizeOrSizes: number | number[], dim?: number): Tensor[];
+    /** Every slice along `dim`, without the dim. PyTorch: `torch.unbind`. */
+    unbind(dim?: number): Tensor[];
+    /** Tiles the tensor. PyTorch: `Tensor.repeat`. */
+    repeat(...sizes: number[] | [number[]]): Tensor;
+    /** Repeats each element `repeats` times along `dim` (flattened when omitted). */
+    repeatInterleave(repeats: number, dim?: number): Tensor;
+    /** Reverses the order along `dims`. PyTorch: `torch.flip`. */
+    flip(dims: number | number[]): Tensor;
+    /** Rotates elements along `dims` by `shifts`. PyTorch: `torch.roll`. */
+    roll(shifts: number | number[], dims: number | number[]): Tensor;
+    /** Sorted values and their indices along `dim`. PyTorch: `torch.sort`. */
+    sort(dim?: number, descending?: boolean, options?: { stable?: boolean }): ValuesIndices;
+    /** The indices that sort `dim`. PyTorch: `torch.argsort`. */
+    argsort(dim?: number, descending?: boolean): Tensor;
+    /** The `k` largest (or smallest) values along `dim` and their indices. PyTorch: `torch.topk`. */
+    topk(k: number, dim?: number, largest?: boolean, sorted?: boolean): ValuesIndices;
+    /** Lower triangle (below `diagonal`). PyTorch: `torch.tril`. */
+    tril(diagonal?: number): Tensor;
+    /** Upper triangle (above `diagonal`). PyTorch: `torch.triu`. */
+    triu(diagonal?: number): Tensor;
+    /** The diagonal of a matrix, or a diagonal matrix from a vector. PyTorch: `torch.diag`. */
+    diag(diagonal?: number): Tensor;
+  }
+}
+
+const proto = Tensor.prototype;
+
+function sizesOf(op: string, args: number[] | [number[]]): number[] {
+  const list = args.length === 1 && Array.isArray(args[0]) ? args[0] : args;
+  return checkIntList(op, 'shape', list);
+}
+
+function checkIndexTensor(op: string, name: string, index: unknown): Tensor {
+  if (!(index instanceof Tensor)) throw invalidArgument(op, name, 'an int64 Tensor', index);
+  if (index.dtype !== 'int64') {
+    throw new FlodlError('ERR_DTYPE', `${name} must hold int64 indices`, { op, expected: 'int64', got: index.dtype });
+  }
+  return index;
+}
+
+function checkShapeVolume(op: string, self: Tensor, shape: number[]): void {
+  let known = 1;
+  let inferred = 0;
+  for (const size of shape) {
+    if (size === -1) inferred++;
+    else if (size < 0) throw invalidArgument(op, 'shape', 'sizes >= 0 (and at most one -1)', shape);
+    else known *= size;
+  }
+  const numel = self.numel;
+  const ok = inferred > 1 ? false : inferred === 1 ? (known === 0 ? numel === 0 : numel % known === 0) : known === numel;
+  if (!ok) {
+    throw new FlodlError('ERR_SHAPE', 'the new shape does not hold the same number of elements', {
+      op,
+      expected: `a shape with ${numel} elements (at most one -1)`,
+      got: `[${shape.join(', ')}] for a tensor of shape [${self.shape.join(', ')}]`,
+    });
+  }
+}
+
+proto.reshape = function reshape(this: Tensor, ...args: number[] | [number[]]): Tensor {
+  const shape = sizesOf('reshape', args);
+  return call('reshape', { self: this }, () => native.reshape(this._h, shape), 'none', () => checkShapeVolume('reshape', this, shape));
+};
+
+proto.view = function view(this: Tensor, ...args: number[] | [number[]]): Tensor {
+  const shape = sizesOf('view', args);
+  return call('view', { self: this }, () => native.view(this._h, shape), 'none', () => checkShapeVolume('view', this, shape));
+};
+
+proto.flatten = function flatten(this: Tensor, startDim = 0, endDim = -1): Tensor {
+  const ndim = this.ndim;
+  const start = normalizeDim('flatten', startDim, ndim, 'startDim');
+  const end = normalizeDim('flatten', endDim, ndim, 'endDim');
+  if (start > end) throw invalidArgument('flatten', 'startDim', `a dim <= endDim (${end})`, startDim);
+  return call('flatten', { self: this }, () => native.flatten(this._h, startDim, endDim));
+};
+
+proto.unflatten = function unflatten(this: Tensor, dim: number, sizes: number[]): Tensor {
+  normalizeDim('unflatten', dim, this.ndim);
+  checkIntList('unflatten', 'sizes', sizes);
+  return call('unflatten', { self: this }, () => native.unflatten(this._h, dim, sizes));
+};
+
+proto.squeeze = function squeeze(this: Tensor, dim?: number): Tensor {
+  if (dim !== undefined) normalizeDim('squeeze', dim, this.ndim);
+  return call('squeeze', { self: this }, () => native.squeeze(this._h, dim));
+};
+
+proto.unsqueeze = function unsqueeze(this: Tensor, dim: number): Tensor {
+  normalizeDim('unsqueeze', dim, this.ndim + 1);
+  return call('unsqueeze', { self: this }, () => native.unsqueeze(this._h, dim));
+};
+
+proto.transpose = function transpose(this: Tensor, dim0: number, dim1: number): Tensor {
+  const ndim = this.ndim;
+  normalizeDim('transpose', dim0, ndim, 'dim0');
+  normalizeDim('transpose', dim1, ndim, 'dim1');
+  return call('transpose', { self: this }, () => native.transpose(this._h, dim0, dim1));
+};
+
+proto.permute = function permute(this: Tensor, ...args: number[] | [number[]]): Tensor {
+  const order = sizesOf('permute', args);
+  const ndim = this.ndim;
+  const seen = new Set(order.map((dim) => normalizeDim('permute', dim, ndim)));
+  if (order.length !== ndim || seen.size !== ndim) {
+    throw invalidArgument('permute', 'dims', `a permutation of the ${ndim} dims`, order);
+  }
+  return call('permute', { self: this }, () => native.permute(this._h, order));
+};
+
+proto.movedim = function movedim(this: Tensor, source: number | number[], destination: number | number[]): Tensor {
+  const from = checkIntList('movedim', 'source', source);
+  const to = checkIntList('movedim', 'destination', destination);
+  return call('movedim', { self: this }, () => native.movedim(this._h, from, to));
+};
+
+proto.expand = function expand(this: Tensor, ...args: number[] | [number[]]): Tensor {
+  const sizes = sizesOf('expand', args);
+  return call('expand', { self: this }, () => native.expand(this._h, sizes), 'none', () => {
+    const shape = this.shape;
+    const offset = sizes.length - shape.length;
+    const ok = offset >= 0 && shape.every((size, k) => size === 1 || sizes[k + offset] === -1 || sizes[k + offset] === size);
+    if (!ok) {
+      throw new FlodlError('ERR_SHAPE', 'cannot expand: only size-1 dims can grow', {
+        op: 'expand',
+        expected: `a shape whose trailing dims match [${shape.join(', ')}] or are 1 there`,
+        got: `[${sizes.join(', ')}]`,
+      });
+    }
+  });
+};
+
+proto.expandAs = function expandAs(this: Tensor, other: Tensor): Tensor {
+  return this.expand([...other.shape]);
+};
+
+proto.broadcastTo = function broadcastTo(this: Tensor, shape: number[]): Tensor {
+  const sizes = checkIntList('broadcastTo', 'shape', shape);
+  return call('broadcastTo', { self: this }, () => native.broadcastTo(this._h, sizes));
+};
+
+proto.narrow = function narrow(this: Tensor, dim: number, start: number, length: number): Tensor {
+  const shape = this.shape;
+  const d = normalizeDim('narrow', dim, shape.length);
+  const size = shape[d] ?? 1;
+  checkInt('narrow', 'start', start);
+  checkNonNegativeInt('narrow', 'length', length);
+  const begin = start < 0 ? start + size : start;
+  if (begin < 0 || begin + length > size) {
+    throw new FlodlError('ERR_INVALID_ARGUMENT', 'range out of bounds', {
+      op: 'narrow',
+      expected: `start + length <= ${size} (the size of dim ${dim})`,
+      got: `start ${start}, length ${length}`,
+    });
+  }
+  return call('narrow', { self: this }, () => native.narrow(this._h, dim, start, length));
+};
+
+proto.slice = function slice(this: Tensor, dim: number, start?: number, end?: number, step = 1): Tensor {
+  normalizeDim('slice', dim, this.ndim);
+  if (start !== undefined) checkInt('slice', 'start', start);
+  if (end !== undefined) checkInt('slice', 'end', end);
+  if (!Number.isSafeInteger(step) || step <= 0) throw invalidArgument('slice', 'step', 'a positive integer', step);
+  return call('slice', { self: this }, () => native.slice(this._h, dim, start, end, step));
+};
+
+proto.select = function select(this: Tensor, dim: number, index: number): Tensor {
+  const shape = this.shape;
+  const d = normalizeDim('select', dim, shape.length);
+  const size = shape[d] ?? 0;
+  if (!Number.isSafeInteger(index) || index < -size || index >= size) {
+    throw new FlodlError('ERR_INVALID_ARGUMENT', 'index out of range', {
+      op: 'select',
+      expected: `an integer in [${-size}, ${size - 1}] for dim ${dim} of shape [${shape.join(', ')}]`,
+      got: String(index),
+    });
+  }
+  return call('select', { self: this }, () => native.select(this._h, dim, index));
+};
+
+proto.indexSelect = function indexSelect(this: Tensor, dim: number, index: Tensor): Tensor {
+  normalizeDim('indexSelect', dim, this.ndim);
+  checkIndexTensor('indexSelect', 'index', index);
+  return call('indexSelect', { self: this, index }, () => native.indexSelect(this._h, dim, index._h));
+};
+
+proto.index = function index(this: Tensor, indices: Tensor[]): Tensor {
+  if (!Array.isArray(indices) || !indices.every((item) => item instanceof Tensor)) {
+    throw invalidArgument('index', 'indices', 'an array of Tensors', indices);
+  }
+  return call('index', { self: this }, () => native.index(this._h, indices.map((item) => item._h)));
+};
+
+proto.gather = function gather(this: Tensor, dim: number, index: Tensor): Tensor {
+  normalizeDim('gather', dim, this.ndim);
+  checkIndexTensor('gather', 'index', index);
+  return call('gather', { self: this, index }, () => native.gather(this._h, dim, index._h));
+};
+
+proto.scatter = function scatter(this: Tensor, dim: number, index: Tensor, src: Tensor | number): Tensor {
+  normalizeDim('scatter', dim, this.ndim);
+  checkIndexTensor('scatter', 'index', index);
+  if (src instanceof Tensor) return call('scatter', { self: this, index, src }, () => native.scatter(this._h, dim, index._h, src._h));
+  checkScalar('scatter', 'src', src);
+  return call('scatter', { self: this, index }, () => native.scatterValue(this._h, dim, index._h, src));
+};
+
+proto.scatterAdd = function scatterAdd(this: Tensor, dim: number, index: Tensor, src: Tensor): Tensor {
+  normalizeDim('scatterAdd', dim, this.ndim);
+  checkIndexTensor('scatterAdd', 'index', index);
+  return call('scatterAdd', { self: this, index, src }, () => native.scatterAdd(this._h, dim, index._h, src._h));
+};
+
+proto.scatterReduce = function scatterReduce(
+  this: Tensor,
+  dim: number,
+  index: Tensor,
+  src: Tensor,
+  reduce: 'sum' | 'prod' | 'mean' | 'amax' | 'amin',
+  options: { includeSelf?: boolean } = {},
+): Tensor {
+  normalizeDim('scatterReduce', dim, this.ndim);
+  checkIndexTensor('scatterReduce', 'index', index);
+  if (!['sum', 'prod', 'mean', 'amax', 'amin'].includes(reduce)) {
+    throw invalidArgument('scatterReduce', 'reduce', "'sum', 'prod', 'mean', 'amax' or 'amin'", reduce);
+  }
+  const includeSelf = checkBool('scatterReduce', 'includeSelf', options.includeSelf, true);
+  return call('scatterReduce', { self: this, index, src }, () =>
+    native.scatterReduce(this._h, dim, index._h, src._h, reduce, includeSelf),
+  );
+};
+
+proto.maskedFill = function maskedFill(this: Tensor, mask: Tensor, value: number | boolean | Tensor): Tensor {
+  if (!(mask instanceof Tensor)) throw invalidArgument('maskedFill', 'mask', 'a bool Tensor', mask);
+  if (mask.dtype !== 'bool') throw new FlodlError('ERR_DTYPE', 'mask must be bool', { op: 'maskedFill', expected: 'bool', got: mask.dtype });
+  if (value instanceof Tensor) {
+    return call('maskedFill', { self: this, mask, value }, () => native.maskedFillTensor(this._h, mask._h, value._h), 'broadcast');
+  }
+  checkScalar('maskedFill', 'value', value);
+  return call('maskedFill', { self: this, mask }, () => native.maskedFill(this._h, mask._h, value), 'broadcast');
+};
+
+proto.maskedSelect = function maskedSelect(this: Tensor, mask: Tensor): Tensor {
+  if (!(mask instanceof Tensor)) throw invalidArgument('maskedSelect', 'mask', 'a bool Tensor', mask);
+  if (mask.dtype !== 'bool') throw new FlodlError('ERR_DTYPE', 'mask must be bool', { op: 'maskedSelect', expected: 'bool', got: mask.dtype });
+  return call('maskedSelect', { self: this, mask }, () => native.maskedSelect(this._h, mask._h), 'broadcast');
+};
+
+proto.nonzero = function nonzero(this: Tensor): Tensor {
+  return call('nonzero', { self: this }, () => native.nonzero(this._h));
+};
+
+proto.chunk = function chunk(this: Tensor, chunks: number, dim = 0): Tensor[] {
+  if (!Number.isSafeInteger(chunks) || chunks < 1) throw invalidArgument('chunk', 'chunks', 'a positive integer', chunks);
+  normalizeDim('chunk', dim, this.ndim);
+  return callMany('chunk', { self: this }, () => native.chunk(this._h, chunks, dim));
+};
+
+proto.split = function split(this: Tensor, sizeOrSizes: number | number[], dim = 0): Tensor[] {
+  const shape = this.shape;
+  const d = normalizeDim('split', dim, shape.length);
+  if (typeof sizeOrSizes === 'number') {
+    if (!Number.isSafeInteger(sizeOrSizes) || sizeOrSizes < 1) throw invalidArgument('split', 'size', 'a positive integer', sizeOrSizes);
+  } else {
+    const sizes = checkIntList('split', 'sizes', sizeOrSizes);
+    const total = sizes.reduce((sum, size) => sum + size, 0);
+    if (total !== shape[d]) {
+      throw new FlodlError('ERR_SHAPE', 'split sizes must add up to the size of dim', {
+        op: 'split',
+        expected: `sizes summing to ${shape[d]}`,
+        got: `[${sizes.join(', ')}] (sum ${total})`,
+      });
+    }
+  }
+  return callMany('split', { self: this }, () => native.split(this._h, sizeOrSizes, dim));
+};
+
+proto.unbind = function unbind(this: Tensor, dim = 0): Tensor[] {
+  normalizeDim('unbind', dim, this.ndim);
+  return callMany('unbind', { self: this }, () => native.unbind(this._h, dim));
+};
+
+proto.repeat = function repeat(this: Tensor, ...args: number[] | [number[]]): Tensor {
+  const sizes = sizesOf('repeat', args);
+  if (sizes.length < this.ndim) {
+    throw invalidArgument('repeat', 'sizes', `at least ${this.ndim} repeat counts (one per dim)`, sizes);
+  }
+  return call('repeat', { self: this }, () => native.repeat(this._h, sizes));
+};
+
+proto.repeatInterleave = function repeatInterleave(this: Tensor, repeats: number, dim?: number): Tensor {
+  checkNonNegativeInt('repeatInterleave', 'repeats', repeats);
+  if (dim !== undefined) normalizeDim('repeatInterleave', dim, this.ndim);
+  return call('repeatInterleave', { self: this }, () => native.repeatInterleave(this._h, repeats, dim));
+};
+
+proto.flip = function flip(this: Tensor, dims: number | number[]): Tensor {
+  const list = checkIntList('flip', 'dims', dims);
+  for (const dim of list) normalizeDim('flip', dim, this.ndim);
+  return call('flip', { self: this }, () => native.flip(this._h, list));
+};
+
+proto.roll = function roll(this: Tensor, shifts: number | number[], dims: number | number[]): Tensor {
+  const shiftList = checkIntList('roll', 'shifts', shifts);
+  const dimList = checkIntList('roll', 'dims', dims);
+  if (shiftList.length !== dimList.length) throw invalidArgument('roll', 'dims', `${shiftList.length} dims (one per shift)`, dims);
+  for (const dim of dimList) normalizeDim('roll', dim, this.ndim);
+  return call('roll', { self: this }, () => native.roll(this._h, shiftList, dimList));
+};
+
+proto.sort = function sort(this: Tensor, dim = -1, descending = false, options: { stable?: boolean } = {}): ValuesIndices {
+  normalizeDim('sort', dim, this.ndim);
+  checkBool('sort', 'descending', descending, false);
+  const stable = checkBool('sort', 'stable', options.stable, false);
+  const [values, indices] = callMany('sort', { self: this }, () => native.sort(this._h, dim, descending, stable));
+  return { values: values!, indices: indices! };
+};
+
+proto.argsort = function argsort(this: Tensor, dim = -1, descending = false): Tensor {
+  normalizeDim('argsort', dim, this.ndim);
+  return call('argsort', { self: this }, () => native.argsort(this._h, dim, descending, false));
+};
+
+proto.topk = function topk(this: Tensor, k: number, dim = -1, largest = true, sorted = true): ValuesIndices {
+  const shape = this.shape;
+  const d = normalizeDim('topk', dim, shape.length);
+  const size = shape.length === 0 ? 1 : shape[d]!;
+  if (!Number.isSafeInteger(k) || k < 0 || k > size) {
+    throw invalidArgument('topk', 'k', `an integer in [0, ${size}] (the size of dim ${dim})`, k);
+  }
+  const [values, indices] = callMany('topk', { self: this }, () => native.topk(this._h, k, dim, largest, sorted));
+  return { values: values!, indices: indices! };
+};
+
+proto.tril = function tril(this: Tensor, diagonal = 0): Tensor {
+  checkInt('tril', 'diagonal', diagonal);
+  return call('tril', { self: this }, () => native.tril(this._h, diagonal));
+};
+proto.triu = function triu(this: Tensor, diagonal = 0): Tensor {
+  checkInt('triu', 'diagonal', diagonal);
+  return call('triu', { self: this }, () => native.triu(this._h, diagonal));
+};
+proto.diag = function diag(this: Tensor, diagonal = 0): Tensor {
+  checkInt('diag', 'diagonal', diagonal);
+  return call('diag', { self: this }, () => native.diag(this._h, diagonal));
+};

@@ -1,0 +1,146 @@
+// Deterministic tensor lifetime. Every tensor created while a scope is open belongs to it
+// and is freed when the scope ends, unless it is returned from `tidy` or marked with
+// `keep`. Tensors created outside any scope are owned by the caller (`dispose()`/`using`),
+// with a FinalizationRegistry as a last-resort safety net only.
+import { FlodlError } from './errors.js';
+import { native } from './internal/binding.js';
+
+/** What scopes and the safety net need from a tensor. */
+export interface Disposable {
+  /** @internal native handle; -1 once disposed */
+  _h: number;
+  /** @internal set by keep() */
+  _kept: boolean;
+}
+
+const safetyNet = new FinalizationRegistry<number>((handle) => {
+  // A stale handle is harmless: the table refuses handles whose generation moved on.
+  native.free(handle);
+});
+
+class Scope {
+  readonly tracked: Disposable[] = [];
+  constructor(readonly name: string | undefined) {}
+}
+
+const stack: Scope[] = [];
+let current: Scope | null = null;
+
+/** @internal Called for every tensor that is born. */
+export function track(tensor: Disposable): void {
+  if (current !== null) current.tracked.push(tensor);
+  else safetyNet.register(tensor, tensor._h);
+}
+
+function adoptInto(scope: Scope | null, tensor: Disposable): void {
+  if (scope !== null && !tensor._kept) scope.tracked.push(tensor);
+  else safetyNet.register(tensor, tensor._h);
+}
+
+/** Opens a scope by hand (for async code, where `tidy` cannot follow the awaits). */
+export function beginScope(name?: string): ScopeHandle {
+  const scope = new Scope(name);
+  stack.push(scope);
+  current = scope;
+  return { scope, depth: stack.length };
+}
+
+/** A scope opened with `beginScope`. */
+export interface ScopeHandle {
+  readonly scope: unknown;
+  readonly depth: number;
+}
+
+/**
+ * Closes a scope opened with `beginScope`: frees its tensors except `keep`s and those in
+ * `survivors`, which move to the enclosing scope (or to the caller when there is none).
+ *
+ * @throws FlodlError ERR_SCOPE when scopes are closed out of order.
+ */
+export function endScope(handle: ScopeHandle, survivors: Iterable<Disposable> = []): void {
+  const scope = handle.scope as Scope;
+  if (stack[stack.length - 1] !== scope) {
+    throw new FlodlError('ERR_SCOPE', 'scopes must be closed in the reverse order they were opened', {
+      op: 'endScope',
+      expected: `the innermost scope (depth ${stack.length})`,
+      got: `a scope at depth ${handle.depth}`,
+    });
+  }
+  stack.pop();
+  current = stack.length > 0 ? stack[stack.length - 1]! : null;
+  const keep = new Set(survivors);
+  for (const tensor of scope.tracked) {
+    if (tensor._h < 0) continue;
+    if (tensor._kept || keep.has(tensor)) adoptInto(current, tensor);
+    else {
+      native.free(tensor._h);
+      tensor._h = -1;
+    }
+  }
+  scope.tracked.length = 0;
+}
+
+/**
+ * Runs `fn` in a scope: every tensor created inside is freed when it returns, except the
+ * tensors it returns (directly, or inside arrays and plain objects) and those passed to `keep`.
+ *
+ * @example
+ * ```ts
+ * const loss = tidy(() => prediction.sub(target).pow(2).mean()); // the temporaries are freed
+ * ```
+ * @throws FlodlError ERR_SCOPE when `fn` returns a Promise (use beginScope/endScope there).
+ */
+export function tidy<T>(fn: () => T): T;
+export function tidy<T>(name: string, fn: () => T): T;
+export function tidy<T>(nameOrFn: string | (() => T), maybeFn?: () => T): T {
+  const fn = typeof nameOrFn === 'function' ? nameOrFn : maybeFn;
+  if (typeof fn !== 'function') {
+    throw new FlodlError('ERR_INVALID_ARGUMENT', 'tidy needs a function', { op: 'tidy' });
+  }
+  const handle = beginScope(typeof nameOrFn === 'string' ? nameOrFn : undefined);
+  let result: T;
+  try {
+    result = fn();
+  } catch (error) {
+    endScope(handle);
+    throw error;
+  }
+  if (result instanceof Promise) {
+    endScope(handle);
+    throw new FlodlError('ERR_SCOPE', 'tidy cannot follow async functions; use beginScope()/endScope()', {
+      op: 'tidy',
+    });
+  }
+  endScope(handle, collectTensors(result));
+  return result;
+}
+
+/** Marks a tensor to survive every enclosing scope; it is then the caller's to dispose. */
+export function keep<T extends Disposable>(tensor: T): T {
+  tensor._kept = true;
+  return tensor;
+}
+
+/** How many scopes are open on this thread. */
+export function scopeDepth(): number {
+  return stack.length;
+}
+
+function collectTensors(value: unknown, found: Disposable[] = [], depth = 0): Disposable[] {
+  if (value === null || typeof value !== 'object' || depth > 8) return found;
+  if (typeof (value as Disposable)._h === 'number' && '_kept' in (value as object)) {
+    found.push(value as Disposable);
+    return found;
+  }
+  if (Array.isArray(value)) {
+    for (const item of value) collectTensors(item, found, depth + 1);
+  } else if (value instanceof Map) {
+    for (const item of value.values()) collectTensors(item, found, depth + 1);
+  } else if (Object.getPrototypeOf(value) === Object.prototype) {
+    for (const item of Object.values(value)) collectTensors(item, found, depth + 1);
+  } else if (typeof (value as { tensors?: unknown }).tensors === 'function') {
+    // Containers (Variables, batches) expose their tensors for scopes to see.
+    collectTensors((value as { tensors(): unknown }).tensors(), found, depth + 1);
+  }
+  return found;
+}

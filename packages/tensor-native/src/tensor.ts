@@ -1,0 +1,284 @@
+// The Tensor handle: owns one native libtorch tensor. Its op methods are attached by the
+// files named ops-*.ts (declaration merging keeps each family in its own small file).
+import { type Device, deviceCode, deviceName } from './device.js';
+import { type DType, parseDType } from './dtype.js';
+import { FlodlError, invalidArgument } from './errors.js';
+import { dtypeCode, dtypeFromCode } from './internal/codes.js';
+import { native } from './internal/binding.js';
+import { formatTensor } from './format.js';
+import { track } from './scope.js';
+import type { TensorData, TensorOptions } from './creation.js';
+
+type FromImplementation = (data: TensorData, shape?: readonly number[], options?: TensorOptions) => Tensor;
+let fromImplementation: FromImplementation | null = null;
+
+/** @internal creation.ts provides Tensor.from (kept there with the other factories). */
+export function setFromImplementation(implementation: FromImplementation): void {
+  fromImplementation = implementation;
+}
+
+/** Nested arrays of numbers or booleans, as `toArray()` returns them. */
+export type NestedArray = number | boolean | NestedArray[];
+
+/**
+ * A multi-dimensional array in libtorch, on the CPU or a CUDA device.
+ *
+ * A Tensor owns native memory. Free it deterministically: `dispose()`, a `using` declaration,
+ * or create it inside `tidy(fn)`. Ops never mutate their inputs unless their name ends in `_`.
+ *
+ * PyTorch equivalent: `torch.Tensor`.
+ */
+export class Tensor {
+  /** @internal native handle; -1 once disposed */
+  _h: number;
+  /** @internal survives enclosing scopes */
+  _kept = false;
+  /** @internal cached metadata (shape and dtype never change for a live tensor) */
+  _shape: readonly number[] | undefined = undefined;
+  /** @internal */
+  _dtype: DType | undefined = undefined;
+
+  /** @internal Tensors come from factories (`Tensor.from`, `zeros`, …) and ops, never from `new`. */
+  constructor(handle: number) {
+    this._h = handle;
+    track(this);
+  }
+
+  /**
+   * Creates a tensor from JS data (copied): nested arrays, flat arrays with `shape`, or
+   * TypedArrays. The dtype is inferred like `torch.tensor` unless given.
+   * PyTorch: `torch.tensor(data, dtype=..., device=...)`.
+   * @example Tensor.from([[1, 2], [3, 4]], undefined, { dtype: 'float32' })
+   * @throws FlodlError ERR_SHAPE when the data does not fill the shape exactly
+   */
+  static from(data: TensorData, shape?: readonly number[], options?: TensorOptions): Tensor {
+    return fromImplementation!(data, shape, options);
+  }
+
+  /** The size of each dimension. PyTorch: `t.shape`. */
+  get shape(): readonly number[] {
+    if (this._shape === undefined) this._shape = Object.freeze(native.shape(this._h));
+    return this._shape;
+  }
+
+  /** The element type. PyTorch: `t.dtype`. */
+  get dtype(): DType {
+    if (this._dtype === undefined) this._dtype = dtypeFromCode(native.dtype(this._h));
+    return this._dtype;
+  }
+
+  /** Where the data lives: `'cpu'` or `'cuda:N'`. PyTorch: `t.device`. */
+  get device(): Device {
+    return deviceName(native.device(this._h));
+  }
+
+  /** The number of elements. PyTorch: `t.numel()`. */
+  get numel(): number {
+    return native.numel(this._h);
+  }
+
+  /** The number of dimensions. PyTorch: `t.ndim`. */
+  get ndim(): number {
+    return native.dim(this._h);
+  }
+
+  /** True when the elements are laid out densely in row-major order. */
+  get isContiguous(): boolean {
+    return native.isContiguous(this._h);
+  }
+
+  /** True when this CPU tensor is in page-locked memory. */
+  get isPinned(): boolean {
+    return native.isPinned(this._h);
+  }
+
+  /** The element step of each dimension. PyTorch: `t.stride()`. */
+  get strides(): readonly number[] {
+    return native.strides(this._h);
+  }
+
+  /** False once the tensor was disposed (directly or by its scope). */
+  get isLive(): boolean {
+    return this._h >= 0 && native.isLive(this._h);
+  }
+
+  /** `shape[dim]`, with negative dims counting from the end. PyTorch: `t.size(dim)`. */
+  size(dim: number): number {
+    const shape = this.shape;
+    return shape[normalizeDim('size', dim, shape.length)]!;
+  }
+
+  /** The value of a one-element tensor. PyTorch: `t.item()`. @throws FlodlError ERR_SHAPE */
+  item(): number;
+  item(): number | boolean;
+  item(): number | boolean {
+    return native.item(this._h);
+  }
+
+  /**
+   * A flat copy of the values in row-major order: Float32Array for float32/float16/bfloat16,
+   * Float64Array, Int32Array, BigInt64Array for int64, Uint8Array for uint8 and bool.
+   */
+  toTypedArray(): Float32Array | Float64Array | Int32Array | BigInt64Array | Uint8Array {
+    return native.toTypedArray(this._h);
+  }
+
+  /** The values as nested arrays (int64 as numbers, bool as booleans). PyTorch: `t.tolist()`. */
+  toArray(): NestedArray {
+    const flat = this.toTypedArray();
+    const isBool = this.dtype === 'bool';
+    const values: (number | boolean)[] = new Array(flat.length);
+    for (let k = 0; k < flat.length; k++) {
+      const value = flat[k]!;
+      values[k] = isBool ? value !== 0 : Number(value);
+    }
+    return nest(values, this.shape, 0, { offset: 0 });
+  }
+
+  /** A one-line summary: `Tensor(shape=[2, 3], dtype=float32, device=cpu)`. */
+  describe(): string {
+    if (this._h < 0) return 'Tensor(disposed)';
+    return `Tensor(shape=[${this.shape.join(', ')}], dtype=${this.dtype}, device=${this.device})`;
+  }
+
+  /** Prints like PyTorch: `tensor([[1., 2.], [3., 4.]], dtype=torch.float64)`. */
+  toString(): string {
+    if (this._h < 0) return 'tensor(<disposed>)';
+    return formatTensor(this);
+  }
+
+  /** Frees the native tensor now. Safe to call twice. */
+  dispose(): void {
+    if (this._h >= 0) {
+      native.free(this._h);
+      this._h = -1;
+    }
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+
+  /**
+   * A copy converted to `dtype` and/or moved to `device`; returns a new handle to the same
+   * data when nothing changes. PyTorch: `t.to(...)`.
+   * @example t.to('float64'); t.to('cuda'); t.to({ device: 'cuda', dtype: 'float16', nonBlocking: true })
+   */
+  to(target: DType | Device | ToOptions): Tensor {
+    const options: ToOptions = typeof target === 'string' ? toTarget(target) : target;
+    checkOptions('to', options, ['dtype', 'device', 'nonBlocking', 'copy']);
+    const dtype = options.dtype === undefined ? -1 : dtypeCode(parseDType('to', options.dtype));
+    const device = options.device === undefined ? undefined : deviceCode('to', options.device);
+    return new Tensor(native.to(this._h, dtype, device, options.nonBlocking === true, options.copy === true));
+  }
+
+  /** The same data on the CPU. */
+  cpu(): Tensor {
+    return this.to({ device: 'cpu' });
+  }
+  /** The same data on a CUDA device (`cuda:0` by default). */
+  cuda(index = 0): Tensor {
+    return this.to({ device: `cuda:${index}` });
+  }
+  /** Casts to float32. */
+  float(): Tensor {
+    return this.to({ dtype: 'float32' });
+  }
+  /** Casts to float64. */
+  double(): Tensor {
+    return this.to({ dtype: 'float64' });
+  }
+  /** Casts to float16. */
+  half(): Tensor {
+    return this.to({ dtype: 'float16' });
+  }
+  /** Casts to bfloat16. */
+  bfloat16(): Tensor {
+    return this.to({ dtype: 'bfloat16' });
+  }
+  /** Casts to int32. */
+  int(): Tensor {
+    return this.to({ dtype: 'int32' });
+  }
+  /** Casts to int64. */
+  long(): Tensor {
+    return this.to({ dtype: 'int64' });
+  }
+  /** Casts to bool. */
+  bool(): Tensor {
+    return this.to({ dtype: 'bool' });
+  }
+
+  /** A copy with its own memory. PyTorch: `t.clone()`. */
+  clone(): Tensor {
+    return new Tensor(native.clone(this._h));
+  }
+  /** The same data, cut from the autograd graph. PyTorch: `t.detach()`. */
+  detach(): Tensor {
+    return new Tensor(native.detach(this._h));
+  }
+  /** The data in contiguous memory (the same data when it already is). */
+  contiguous(): Tensor {
+    return new Tensor(native.contiguous(this._h));
+  }
+  /** A copy in page-locked memory for fast, asynchronous host→device copies; without CUDA, the same data. */
+  pinMemory(): Tensor {
+    return new Tensor(native.pinMemory(this._h));
+  }
+  /** True when both tensors view the same memory. */
+  sharesMemoryWith(other: Tensor): boolean {
+    return native.sameStorage(this._h, other._h);
+  }
+}
+
+/** Options of `Tensor.to`. */
+export interface ToOptions {
+  dtype?: DType;
+  device?: Device;
+  /** Asynchronous copy from pinned memory (CUDA). Default false. */
+  nonBlocking?: boolean;
+  /** Always copy, even when nothing changes. Default false. */
+  copy?: boolean;
+}
+
+function toTarget(target: string): ToOptions {
+  return target === 'cpu' || target.startsWith('cuda') ? { device: target as Device } : { dtype: target as DType };
+}
+
+function nest(values: (number | boolean)[], shape: readonly number[], dim: number, cursor: { offset: number }): NestedArray {
+  if (dim === shape.length) return values[cursor.offset++]!;
+  const size = shape[dim]!;
+  const out: NestedArray[] = new Array(size);
+  for (let k = 0; k < size; k++) out[k] = nest(values, shape, dim + 1, cursor);
+  return out;
+}
+
+/** Wraps a dim into [0, ndim) or throws a clear error. */
+export function normalizeDim(op: string, dim: unknown, ndim: number, name = 'dim'): number {
+  const span = Math.max(ndim, 1);
+  if (typeof dim !== 'number' || !Number.isInteger(dim) || dim < -span || dim >= span) {
+    throw new FlodlError('ERR_INVALID_ARGUMENT', `${name} out of range`, {
+      op,
+      expected: `an integer in [${-span}, ${span - 1}] for a ${ndim}-d tensor`,
+      got: String(dim),
+    });
+  }
+  return dim < 0 ? dim + span : dim;
+}
+
+/** Rejects option names that the op does not know (catches misspellings). */
+export function checkOptions(op: string, options: unknown, allowed: readonly string[]): void {
+  if (options === undefined) return;
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw invalidArgument(op, 'options', 'an options object', options);
+  }
+  for (const key of Object.keys(options)) {
+    if (!allowed.includes(key)) {
+      throw new FlodlError('ERR_INVALID_ARGUMENT', `unknown option '${key}'`, {
+        op,
+        expected: `one of ${allowed.join(', ')}`,
+        got: key,
+      });
+    }
+  }
+}

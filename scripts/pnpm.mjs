@@ -1,0 +1,48 @@
+#!/usr/bin/env node
+// Runs the pinned pnpm, installing it into .tools/ first when it is missing.
+// npm is on every Node install; pnpm is not, so this is how the README's
+// `npm run demo` / `npm test` reach pnpm on a fresh machine.
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+const pinned = String(manifest.packageManager).replace(/^pnpm@/, '');
+const toolsDir = join(root, '.tools');
+const pnpmEntry = join(toolsDir, 'node_modules', 'pnpm', 'bin', 'pnpm.mjs');
+
+function installedVersion() {
+  const packageFile = join(toolsDir, 'node_modules', 'pnpm', 'package.json');
+  if (!existsSync(packageFile)) return null;
+  return JSON.parse(readFileSync(packageFile, 'utf8')).version;
+}
+
+export function ensurePnpm() {
+  if (installedVersion() === pinned && existsSync(pnpmEntry)) return pnpmEntry;
+  console.log(`[flodl] installing pnpm ${pinned} into .tools/`);
+  const result = spawnSync(
+    'npm',
+    ['install', '--prefix', toolsDir, '--no-audit', '--no-fund', '--loglevel=error', `pnpm@${pinned}`],
+    { stdio: 'inherit' },
+  );
+  if (result.status !== 0 || installedVersion() !== pinned) {
+    console.error(`[flodl] could not install pnpm ${pinned}; try: npm install --prefix .tools pnpm@${pinned}`);
+    process.exit(1);
+  }
+  return pnpmEntry;
+}
+
+export function runPnpm(args, options = {}) {
+  const entry = ensurePnpm();
+  const env = { ...process.env, TURBO_TELEMETRY_DISABLED: '1', DO_NOT_TRACK: '1' };
+  const tools = join(toolsDir, 'node_modules', '.bin');
+  env.PATH = `${tools}:${env.PATH ?? ''}`;
+  return spawnSync(process.execPath, [entry, ...args], { stdio: 'inherit', cwd: root, env, ...options });
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const result = runPnpm(process.argv.slice(2));
+  process.exit(result.status ?? 1);
+}

@@ -2,7 +2,7 @@
 // Builds the native addon with node-gyp against the libtorch that scripts/libtorch.mjs finds,
 // and says which one it used. Skips the build when the addon is newer than its sources.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync, writeFileSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { findLibtorch } from './libtorch.mjs';
@@ -21,12 +21,20 @@ try {
 const summary = `${config.source} (${config.root}), torch ${config.version}, ${config.cuda ? 'CUDA' : 'CPU'}`;
 
 function newestSource() {
-  const files = ['binding.gyp', ...readdirSync(join(packageDir, 'native')).map((name) => join('native', name))];
+  const files = [
+    'binding.gyp',
+    ...readdirSync(join(packageDir, 'native')).map((name) => join('native', name)),
+  ];
   return Math.max(...files.map((file) => statSync(join(packageDir, file)).mtimeMs));
 }
 
 const sameLibtorch = existsSync(stamp) && readFileSync(stamp, 'utf8') === JSON.stringify(config);
-if (existsSync(output) && sameLibtorch && statSync(output).mtimeMs > newestSource() && !process.argv.includes('--force')) {
+if (
+  existsSync(output) &&
+  sameLibtorch &&
+  statSync(output).mtimeMs > newestSource() &&
+  !process.argv.includes('--force')
+) {
   console.log(`[tensor-native] addon up to date (libtorch: ${summary})`);
   process.exit(0);
 }
@@ -37,7 +45,9 @@ const jobs = String(Math.max(1, Number(process.env.FLODL_BUILD_JOBS) || 2));
 const command = existsSync(output) && sameLibtorch ? 'build' : 'rebuild';
 // Build against the headers of the running Node when they are installed beside it (no download).
 const nodeDir = process.env.npm_config_nodedir ?? join(dirname(dirname(process.execPath)));
-const nodeDirArgs = existsSync(join(nodeDir, 'include', 'node', 'node_api.h')) ? [`--nodedir=${nodeDir}`] : [];
+const nodeDirArgs = existsSync(join(nodeDir, 'include', 'node', 'node_api.h'))
+  ? [`--nodedir=${nodeDir}`]
+  : [];
 const result = spawnSync(process.execPath, [gyp, command, '--release', '-j', jobs, ...nodeDirArgs], {
   cwd: packageDir,
   stdio: 'inherit',

@@ -44,9 +44,29 @@ function describe(source, root, includeDir, libDir, cxx11Abi) {
     const found = [...fromEnv, ...cudaIncludes].find((dir) => existsSync(join(dir, 'cuda_runtime_api.h')));
     if (found) includes.push(found);
     const cudaLibs = found ? [join(found, '..', 'lib'), join(found, '..', '..', '..', 'lib64')] : [];
-    return { source, root, version: readVersion(includeDir), includes, libDir, libs, defines, cuda, cudaLibDirs: cudaLibs };
+    return {
+      source,
+      root,
+      version: readVersion(includeDir),
+      includes,
+      libDir,
+      libs,
+      defines,
+      cuda,
+      cudaLibDirs: cudaLibs,
+    };
   }
-  return { source, root, version: readVersion(includeDir), includes, libDir, libs, defines, cuda, cudaLibDirs: [] };
+  return {
+    source,
+    root,
+    version: readVersion(includeDir),
+    includes,
+    libDir,
+    libs,
+    defines,
+    cuda,
+    cudaLibDirs: [],
+  };
 }
 
 function fromEnvironment() {
@@ -63,7 +83,10 @@ function fromEnvironment() {
 function fromPython() {
   const probe = spawnSync(
     'python3',
-    ['-c', 'import os, torch; print(os.path.dirname(torch.__file__)); print(int(torch._C._GLIBCXX_USE_CXX11_ABI))'],
+    [
+      '-c',
+      'import os, torch; print(os.path.dirname(torch.__file__)); print(int(torch._C._GLIBCXX_USE_CXX11_ABI))',
+    ],
     { encoding: 'utf8' },
   );
   if (probe.status !== 0) return null;
@@ -71,7 +94,8 @@ function fromPython() {
   if (!root) return null;
   const includeDir = join(root, 'include');
   const libDir = join(root, 'lib');
-  if (!existsSync(join(includeDir, 'ATen', 'ATen.h')) || !existsSync(join(libDir, 'libtorch_cpu.so'))) return null;
+  if (!existsSync(join(includeDir, 'ATen', 'ATen.h')) || !existsSync(join(libDir, 'libtorch_cpu.so')))
+    return null;
   return describe('python3 torch', root, includeDir, libDir, abi === '1');
 }
 
@@ -98,7 +122,12 @@ function gypField(config, key) {
       const dirs = [config.libDir, ...config.cudaLibDirs.filter((dir) => existsSync(dir))];
       const flags = dirs.flatMap((dir) => [`-L${dir}`, `-Wl,-rpath,${dir}`]);
       // --no-as-needed keeps libtorch_cuda linked: its static initialisers register the CUDA kernels.
-      return [...flags, '-Wl,--no-as-needed', ...config.libs.map((lib) => `-l${lib}`), '-Wl,--as-needed'].join(' ');
+      return [
+        ...flags,
+        '-Wl,--no-as-needed',
+        ...config.libs.map((lib) => `-l${lib}`),
+        '-Wl,--as-needed',
+      ].join(' ');
     }
     default:
       throw new Error(`unknown field ${key}`);

@@ -2,11 +2,11 @@
 import { type Device, deviceCode } from './device.js';
 import { type DType, parseDType } from './dtype.js';
 import { FlodlError, invalidArgument } from './errors.js';
-import { dtypeCode } from './internal/codes.js';
 import { native } from './internal/binding.js';
+import { dtypeCode } from './internal/codes.js';
 import { call } from './internal/methods.js';
 import { checkInt, checkNonNegativeInt, checkNumber, checkScalar, checkShape } from './internal/validate.js';
-import { Tensor, checkOptions, setFromImplementation } from './tensor.js';
+import { checkOptions, setFromImplementation, Tensor } from './tensor.js';
 
 /** Where and as what a factory creates its tensor. */
 export interface TensorOptions {
@@ -33,7 +33,12 @@ const OPTION_KEYS = ['dtype', 'device'] as const;
 
 function resolve(op: string, options: TensorOptions | undefined, fallback: DType | null): [number, number] {
   checkOptions(op, options, OPTION_KEYS);
-  const dtype = options?.dtype === undefined ? (fallback === null ? -1 : dtypeCode(fallback)) : dtypeCode(parseDType(op, options.dtype));
+  const dtype =
+    options?.dtype === undefined
+      ? fallback === null
+        ? -1
+        : dtypeCode(fallback)
+      : dtypeCode(parseDType(op, options.dtype));
   const device = options?.device === undefined ? -1 : deviceCode(op, options.device);
   return [dtype, device];
 }
@@ -43,7 +48,7 @@ function shapeArgument(op: string, shape: unknown): number[] {
   return checkShape(op, shape);
 }
 
-function inferShape(op: string, data: TensorData): number[] {
+function inferShape(data: TensorData): number[] {
   const shape: number[] = [];
   let level: unknown = data;
   while (Array.isArray(level)) {
@@ -121,7 +126,7 @@ export function fromData(data: TensorData, shape?: readonly number[], options?: 
   } else if (Array.isArray(data)) {
     const nested = data.some((item) => Array.isArray(item));
     if (nested || shape === undefined) {
-      dims = inferShape(op, data);
+      dims = inferShape(data);
       values = flatten(op, data, dims);
       if (shape !== undefined) {
         const wanted = checkShape(op, shape);
@@ -141,7 +146,8 @@ export function fromData(data: TensorData, shape?: readonly number[], options?: 
   const dtype = requested ?? (allBool ? 'bool' : allInt && values.length > 0 ? 'int64' : 'float32');
   let buffer: Float32Array | Float64Array | Uint8Array;
   if (allBool) buffer = Uint8Array.from(values as boolean[], (value) => (value ? 1 : 0));
-  else if (dtype === 'float32' || dtype === 'float16' || dtype === 'bfloat16') buffer = Float32Array.from(values as number[], Number);
+  else if (dtype === 'float32' || dtype === 'float16' || dtype === 'bfloat16')
+    buffer = Float32Array.from(values as number[], Number);
   else buffer = Float64Array.from(values as (number | boolean)[], Number);
   return call(op, {}, () => native.fromTypedArray(buffer, dims, dtypeCode(dtype), device));
 }
@@ -173,7 +179,11 @@ export function empty(shape: readonly number[] | number, options?: TensorOptions
   return call('empty', {}, () => native.empty(shapeArgument('empty', shape), dtype, device));
 }
 /** A tensor filled with `value` (dtype inferred from it unless given). PyTorch: `torch.full`. */
-export function full(shape: readonly number[] | number, value: number | boolean, options?: TensorOptions): Tensor {
+export function full(
+  shape: readonly number[] | number,
+  value: number | boolean,
+  options?: TensorOptions,
+): Tensor {
   const [dtype, device] = resolve('full', options, null);
   checkScalar('full', 'value', value);
   return call('full', {}, () => native.full(shapeArgument('full', shape), value, dtype, device));
@@ -189,7 +199,12 @@ export function randn(shape: readonly number[] | number, options?: TensorOptions
   return call('randn', {}, () => native.randn(shapeArgument('randn', shape), dtype, device));
 }
 /** Integers uniform in [low, high) (int64 by default). PyTorch: `torch.randint(low, high, size)`. */
-export function randint(low: number, high: number, shape: readonly number[] | number, options?: TensorOptions): Tensor {
+export function randint(
+  low: number,
+  high: number,
+  shape: readonly number[] | number,
+  options?: TensorOptions,
+): Tensor {
   const [dtype, device] = resolve('randint', options, 'int64');
   checkInt('randint', 'low', low);
   checkInt('randint', 'high', high);
@@ -208,7 +223,8 @@ export function arange(a: number, b?: number | TensorOptions, c?: number, d?: Te
   checkNumber('arange', 'end', end);
   checkNumber('arange', 'step', step);
   if (step === 0) throw invalidArgument('arange', 'step', 'a non-zero number', step);
-  if ((end - start) / step < 0) throw invalidArgument('arange', 'step', `a step that moves from ${start} towards ${end}`, step);
+  if ((end - start) / step < 0)
+    throw invalidArgument('arange', 'step', `a step that moves from ${start} towards ${end}`, step);
   const [dtype, device] = resolve('arange', options, null);
   return call('arange', {}, () => native.arange(start, end, step, dtype, device));
 }
@@ -228,7 +244,11 @@ export function eye(n: number, m?: number, options?: TensorOptions): Tensor {
   return call('eye', {}, () => native.eye(n, m, dtype, device));
 }
 
-function likeResolve(op: string, source: Tensor, options: TensorOptions | undefined): [number, number | undefined] {
+function likeResolve(
+  op: string,
+  source: Tensor,
+  options: TensorOptions | undefined,
+): [number, number | undefined] {
   if (!(source instanceof Tensor)) throw invalidArgument(op, 'input', 'a Tensor', source);
   checkOptions(op, options, OPTION_KEYS);
   const dtype = options?.dtype === undefined ? -1 : dtypeCode(parseDType(op, options.dtype));

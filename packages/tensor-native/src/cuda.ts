@@ -18,7 +18,11 @@ function deviceIndex(op: string, device: number | undefined): number | undefined
   checkNonNegativeInt(op, 'device', device);
   const count = native.cudaDeviceCount();
   if (count > 0 && device >= count) {
-    throw new FlodlError('ERR_DEVICE', `cuda:${device} does not exist`, { op, expected: `a device in [0, ${count - 1}]`, got: String(device) });
+    throw new FlodlError('ERR_DEVICE', `cuda:${device} does not exist`, {
+      op,
+      expected: `a device in [0, ${count - 1}]`,
+      got: String(device),
+    });
   }
   return device;
 }
@@ -40,8 +44,11 @@ export const cuda = {
   },
   /** Allocator statistics of `device` (all zero without CUDA). */
   memoryStats(device?: number): CudaMemoryStats {
-    if (native.cudaDeviceCount() === 0) return { allocated: 0, reserved: 0, peakAllocated: 0, peakReserved: 0, active: 0 };
-    const [allocated, reserved, peakAllocated, peakReserved, active] = native.cudaMemoryStats(deviceIndex('cuda.memoryStats', device));
+    if (native.cudaDeviceCount() === 0)
+      return { allocated: 0, reserved: 0, peakAllocated: 0, peakReserved: 0, active: 0 };
+    const [allocated, reserved, peakAllocated, peakReserved, active] = native.cudaMemoryStats(
+      deviceIndex('cuda.memoryStats', device),
+    );
     return { allocated, reserved, peakAllocated, peakReserved, active };
   },
   /** Bytes held by live tensors. PyTorch: `torch.cuda.memory_allocated()`. */

@@ -4,7 +4,16 @@ import { invalidArgument } from './errors.js';
 export type DType = 'float16' | 'bfloat16' | 'float32' | 'float64' | 'int32' | 'int64' | 'uint8' | 'bool';
 
 /** Every supported dtype. */
-export const DTYPES: readonly DType[] = ['float16', 'bfloat16', 'float32', 'float64', 'int32', 'int64', 'uint8', 'bool'];
+export const DTYPES: readonly DType[] = [
+  'float16',
+  'bfloat16',
+  'float32',
+  'float64',
+  'int32',
+  'int64',
+  'uint8',
+  'bool',
+];
 
 const FLOATING = new Set<DType>(['float16', 'bfloat16', 'float32', 'float64']);
 const ALIASES: Record<string, DType> = {

@@ -81,13 +81,15 @@ export function describeValue(value: unknown): string {
   if (value === null) return 'null';
   if (value === undefined) return 'undefined';
   if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
-  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint')
+    return String(value);
   if (typeof value === 'function') return 'a function';
   if (Array.isArray(value)) {
     const head = value.slice(0, 6).map(describeValue).join(', ');
     return `[${head}${value.length > 6 ? ', …' : ''}]`;
   }
-  if (ArrayBuffer.isView(value)) return `${value.constructor.name}(${(value as unknown as { length: number }).length})`;
+  if (ArrayBuffer.isView(value))
+    return `${value.constructor.name}(${(value as unknown as { length: number }).length})`;
   const name = (value as object).constructor?.name;
   if (name === 'Tensor' && typeof (value as { describe?: unknown }).describe === 'function') {
     return (value as { describe(): string }).describe();

@@ -27,10 +27,20 @@ function makeFormatter(values: Cell[], kind: 'bool' | 'int' | 'float'): Formatte
     Number.isNaN(value) ? 'nan' : value === Infinity ? 'inf' : value === -Infinity ? '-inf' : null;
   if (intMode) {
     const scientific = largest > 1e8;
-    return finish(values, (value) => special(value as number) ?? (scientific ? exponential(value as number) : `${(value as number).toFixed(0)}.`));
+    return finish(
+      values,
+      (value) =>
+        special(value as number) ??
+        (scientific ? exponential(value as number) : `${(value as number).toFixed(0)}.`),
+    );
   }
   const scientific = magnitudes.length > 0 && (largest / smallest > 1000 || largest > 1e8 || smallest < 1e-4);
-  return finish(values, (value) => special(value as number) ?? (scientific ? exponential(value as number) : (value as number).toFixed(PRECISION)));
+  return finish(
+    values,
+    (value) =>
+      special(value as number) ??
+      (scientific ? exponential(value as number) : (value as number).toFixed(PRECISION)),
+  );
 }
 
 function exponential(value: number): string {
@@ -74,14 +84,19 @@ function render(layout: Layout, formatter: Formatter, dim: number, offset: numbe
   if (dim === shape.length) return formatter.format(layout.read(offset));
   const items = shownIndices(shape[dim]!, layout.summarize);
   if (dim === shape.length - 1) {
-    const cells = items.map((k) => (k === null ? '...' : formatter.format(layout.read(offset + k * layout.strides[dim]!))));
+    const cells = items.map((k) =>
+      k === null ? '...' : formatter.format(layout.read(offset + k * layout.strides[dim]!)),
+    );
     const perLine = Math.max(1, Math.floor((LINE_WIDTH - indent) / (formatter.width + 2)));
     const lines: string[] = [];
-    for (let start = 0; start < cells.length; start += perLine) lines.push(cells.slice(start, start + perLine).join(', '));
+    for (let start = 0; start < cells.length; start += perLine)
+      lines.push(cells.slice(start, start + perLine).join(', '));
     return `[${lines.join(`,\n${' '.repeat(indent + 1)}`)}]`;
   }
   const separator = `,${'\n'.repeat(shape.length - dim - 1)}${' '.repeat(indent + 1)}`;
-  const parts = items.map((k) => (k === null ? '...' : render(layout, formatter, dim + 1, offset + k * layout.strides[dim]!, indent + 1)));
+  const parts = items.map((k) =>
+    k === null ? '...' : render(layout, formatter, dim + 1, offset + k * layout.strides[dim]!, indent + 1),
+  );
   return `[${parts.join(separator)}]`;
 }
 
@@ -95,11 +110,13 @@ export function formatTensor(tensor: Tensor): string {
   const numel = shape.reduce((product, size) => product * size, 1);
   if (numel === 0 && shape.length > 1) suffixes.unshift(`size=(${shape.join(', ')})`);
   if (!IMPLICIT_DTYPES.has(dtype)) suffixes.push(`dtype=torch.${dtype}`);
-  if ((tensor as unknown as { requiresGrad?: boolean }).requiresGrad === true) suffixes.push('requires_grad=True');
+  if ((tensor as unknown as { requiresGrad?: boolean }).requiresGrad === true)
+    suffixes.push('requires_grad=True');
   const tail = suffixes.length > 0 ? `, ${suffixes.join(', ')}` : '';
   if (numel === 0) return `tensor([]${tail})`;
   const flat = tensor.toTypedArray();
-  const kind = dtype === 'bool' ? 'bool' : dtype.startsWith('float') || dtype === 'bfloat16' ? 'float' : 'int';
+  const kind =
+    dtype === 'bool' ? 'bool' : dtype.startsWith('float') || dtype === 'bfloat16' ? 'float' : 'int';
   const strides: number[] = new Array(shape.length);
   let step = 1;
   for (let k = shape.length - 1; k >= 0; k--) {

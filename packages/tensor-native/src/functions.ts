@@ -5,10 +5,11 @@ import { native } from './internal/binding.js';
 import { call } from './internal/methods.js';
 import { checkInt } from './internal/validate.js';
 import { whereOf } from './ops-math.js';
-import { Tensor, normalizeDim } from './tensor.js';
+import { normalizeDim, Tensor } from './tensor.js';
 
 function checkList(op: string, tensors: unknown): Tensor[] {
-  if (!Array.isArray(tensors) || tensors.length === 0) throw invalidArgument(op, 'tensors', 'a non-empty array of Tensors', tensors);
+  if (!Array.isArray(tensors) || tensors.length === 0)
+    throw invalidArgument(op, 'tensors', 'a non-empty array of Tensors', tensors);
   tensors.forEach((item, k) => {
     if (!(item instanceof Tensor)) throw invalidArgument(op, `tensors[${k}]`, 'a Tensor', item);
   });
@@ -36,7 +37,10 @@ export function cat(tensors: readonly Tensor[], dim = 0): Tensor {
     }
   });
   return call('cat', Object.fromEntries(list.map((tensor, k) => [`tensors[${k}]`, tensor])), () =>
-    native.cat(list.map((tensor) => tensor._h), dim),
+    native.cat(
+      list.map((tensor) => tensor._h),
+      dim,
+    ),
   );
 }
 
@@ -56,20 +60,35 @@ export function stack(tensors: readonly Tensor[], dim = 0): Tensor {
       });
     }
   });
-  return call('stack', {}, () => native.stack(list.map((tensor) => tensor._h), dim));
+  return call('stack', {}, () =>
+    native.stack(
+      list.map((tensor) => tensor._h),
+      dim,
+    ),
+  );
 }
 
 /** `input` where `condition` holds, else `other` (numbers broadcast). PyTorch: `torch.where`. */
-export function where(condition: Tensor, input: Tensor | number | boolean, other: Tensor | number | boolean): Tensor {
+export function where(
+  condition: Tensor,
+  input: Tensor | number | boolean,
+  other: Tensor | number | boolean,
+): Tensor {
   if (!(condition instanceof Tensor)) throw invalidArgument('where', 'condition', 'a bool Tensor', condition);
   return whereOf(condition, input, other);
 }
 
 /** Einstein summation. PyTorch: `torch.einsum`. */
 export function einsum(equation: string, ...operands: Tensor[]): Tensor {
-  if (typeof equation !== 'string') throw invalidArgument('einsum', 'equation', 'a string such as "ij,jk->ik"', equation);
+  if (typeof equation !== 'string')
+    throw invalidArgument('einsum', 'equation', 'a string such as "ij,jk->ik"', equation);
   const list = checkList('einsum', operands);
-  return call('einsum', {}, () => native.einsum(equation, list.map((tensor) => tensor._h)));
+  return call('einsum', {}, () =>
+    native.einsum(
+      equation,
+      list.map((tensor) => tensor._h),
+    ),
+  );
 }
 
 /** PyTorch: `torch.matmul(a, b)`. */
@@ -88,7 +107,8 @@ export function add(a: Tensor | number, b: Tensor | number, alpha?: number): Ten
 export function sub(a: Tensor | number, b: Tensor | number, alpha?: number): Tensor {
   if (a instanceof Tensor) return a.sub(b, alpha);
   if (b instanceof Tensor) {
-    if (alpha !== undefined) throw invalidArgument('sub', 'alpha', 'no alpha when the first operand is a number', alpha);
+    if (alpha !== undefined)
+      throw invalidArgument('sub', 'alpha', 'no alpha when the first operand is a number', alpha);
     return call('sub', { b }, () => native.rsubScalar(b._h, a));
   }
   throw invalidArgument('sub', 'a', 'at least one Tensor operand', a);
@@ -118,7 +138,8 @@ export function div(a: Tensor | number, b: Tensor | number): Tensor {
 /** PyTorch: `torch.pow(base, exponent)`; the base may be a number. */
 export function pow(base: Tensor | number, exponent: Tensor | number): Tensor {
   if (base instanceof Tensor) return base.pow(exponent);
-  if (exponent instanceof Tensor) return call('pow', { exponent }, () => native.powScalarBase(base, exponent._h));
+  if (exponent instanceof Tensor)
+    return call('pow', { exponent }, () => native.powScalarBase(base, exponent._h));
   throw invalidArgument('pow', 'base', 'at least one Tensor operand', base);
 }
 

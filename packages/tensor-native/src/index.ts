@@ -5,8 +5,6 @@ import './ops-shape.js';
 import './ops-linalg.js';
 import './ops-inplace.js';
 
-export { Tensor, type NestedArray, type ToOptions } from './tensor.js';
-export type { ValuesIndices, ReduceOptions } from './ops-reduce.js';
 export {
   arange,
   empty,
@@ -24,17 +22,25 @@ export {
   randLike,
   randn,
   randnLike,
-  zeros,
-  zerosLike,
   type TensorData,
   type TensorOptions,
+  zeros,
+  zerosLike,
 } from './creation.js';
+export { type CudaMemoryStats, cuda } from './cuda.js';
+export { type Device, deviceCode, deviceName, normalizeDevice } from './device.js';
+export { DTYPES, type DType, elementSize, isFloatingPoint, parseDType } from './dtype.js';
+export {
+  describeValue,
+  FlodlError,
+  type FlodlErrorCode,
+  type FlodlErrorOptions,
+  invalidArgument,
+} from './errors.js';
 export { add, cat, div, einsum, matmul, maximum, minimum, mul, pow, stack, sub, where } from './functions.js';
-export { linalg } from './ops-linalg.js';
-export { beginScope, endScope, keep, scopeDepth, tidy, type ScopeHandle } from './scope.js';
-export { FlodlError, describeValue, invalidArgument, type FlodlErrorCode, type FlodlErrorOptions } from './errors.js';
-export { DTYPES, elementSize, isFloatingPoint, parseDType, type DType } from './dtype.js';
-export { deviceCode, deviceName, normalizeDevice, type Device } from './device.js';
-export { cuda, type CudaMemoryStats } from './cuda.js';
-export { buildInfo, getNumThreads, liveTensorCount, manualSeed, setNumThreads } from './runtime.js';
 export { broadcastShapes } from './internal/diagnose.js';
+export { linalg } from './ops-linalg.js';
+export type { ReduceOptions, ValuesIndices } from './ops-reduce.js';
+export { buildInfo, getNumThreads, liveTensorCount, manualSeed, setNumThreads } from './runtime.js';
+export { beginScope, endScope, keep, type ScopeHandle, scopeDepth, tidy } from './scope.js';
+export { type NestedArray, Tensor, type ToOptions } from './tensor.js';

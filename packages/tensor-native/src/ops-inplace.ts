@@ -46,14 +46,22 @@ declare module './tensor.js' {
 
 const proto = Tensor.prototype;
 
-function tensorOrScalar(op: string, tensorFn: (h: number, o: number, a?: number) => void, scalarFn: (h: number, s: number | boolean, a?: number) => void) {
+function tensorOrScalar(
+  op: string,
+  tensorFn: (h: number, o: number, a?: number) => void,
+  scalarFn: (h: number, s: number | boolean, a?: number) => void,
+) {
   return function (this: Tensor, other: Tensor | number, alpha?: number): Tensor {
     if (alpha !== undefined) checkScalar(op, 'alpha', alpha);
     if (other instanceof Tensor) {
-      return callInPlace(op, this, { other }, () => (alpha === undefined ? tensorFn(this._h, other._h) : tensorFn(this._h, other._h, alpha)));
+      return callInPlace(op, this, { other }, () =>
+        alpha === undefined ? tensorFn(this._h, other._h) : tensorFn(this._h, other._h, alpha),
+      );
     }
     checkScalar(op, 'other', other);
-    return callInPlace(op, this, {}, () => (alpha === undefined ? scalarFn(this._h, other) : scalarFn(this._h, other, alpha)));
+    return callInPlace(op, this, {}, () =>
+      alpha === undefined ? scalarFn(this._h, other) : scalarFn(this._h, other, alpha),
+    );
   };
 }
 
@@ -68,11 +76,15 @@ proto.pow_ = function pow_(this: Tensor, exponent: number): Tensor {
 };
 proto.addcmul_ = function addcmul_(this: Tensor, tensor1: Tensor, tensor2: Tensor, value = 1): Tensor {
   checkScalar('addcmul_', 'value', value);
-  return callInPlace('addcmul_', this, { tensor1, tensor2 }, () => native.addcmul_(this._h, tensor1._h, tensor2._h, value));
+  return callInPlace('addcmul_', this, { tensor1, tensor2 }, () =>
+    native.addcmul_(this._h, tensor1._h, tensor2._h, value),
+  );
 };
 proto.addcdiv_ = function addcdiv_(this: Tensor, tensor1: Tensor, tensor2: Tensor, value = 1): Tensor {
   checkScalar('addcdiv_', 'value', value);
-  return callInPlace('addcdiv_', this, { tensor1, tensor2 }, () => native.addcdiv_(this._h, tensor1._h, tensor2._h, value));
+  return callInPlace('addcdiv_', this, { tensor1, tensor2 }, () =>
+    native.addcdiv_(this._h, tensor1._h, tensor2._h, value),
+  );
 };
 proto.lerp_ = function lerp_(this: Tensor, end: Tensor, weight: number): Tensor {
   checkScalar('lerp_', 'weight', weight);
@@ -90,7 +102,8 @@ proto.fill_ = function fill_(this: Tensor, value: number | boolean): Tensor {
   return callInPlace('fill_', this, {}, () => native.fill_(this._h, value));
 };
 proto.clamp_ = function clamp_(this: Tensor, min?: number, max?: number): Tensor {
-  if (min === undefined && max === undefined) throw invalidArgument('clamp_', 'min/max', 'at least one bound', 'neither');
+  if (min === undefined && max === undefined)
+    throw invalidArgument('clamp_', 'min/max', 'at least one bound', 'neither');
   if (min !== undefined) checkScalar('clamp_', 'min', min);
   if (max !== undefined) checkScalar('clamp_', 'max', max);
   return callInPlace('clamp_', this, {}, () => native.clamp_(this._h, min, max));

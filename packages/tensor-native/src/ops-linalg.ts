@@ -44,10 +44,20 @@ proto.t = function t(this: Tensor): Tensor {
 proto.trace = function trace(this: Tensor): Tensor {
   return call('trace', { self: this }, () => native.trace(this._h));
 };
-proto.addmm = function addmm(this: Tensor, mat1: Tensor, mat2: Tensor, options: { beta?: number; alpha?: number } = {}): Tensor {
+proto.addmm = function addmm(
+  this: Tensor,
+  mat1: Tensor,
+  mat2: Tensor,
+  options: { beta?: number; alpha?: number } = {},
+): Tensor {
   const beta = checkScalar('addmm', 'beta', options.beta ?? 1);
   const alpha = checkScalar('addmm', 'alpha', options.alpha ?? 1);
-  return call('addmm', { self: this, mat1, mat2 }, () => native.addmm(this._h, mat1._h, mat2._h, beta, alpha), 'none');
+  return call(
+    'addmm',
+    { self: this, mat1, mat2 },
+    () => native.addmm(this._h, mat1._h, mat2._h, beta, alpha),
+    'none',
+  );
 };
 
 /** Dense linear algebra. PyTorch: `torch.linalg`. */
@@ -74,7 +84,9 @@ export const linalg = {
   },
   /** QR decomposition. PyTorch: `torch.linalg.qr`. */
   qr(A: Tensor, mode: 'reduced' | 'complete' | 'r' = 'reduced'): { Q: Tensor; R: Tensor } {
-    const [Q, R] = callMany('linalg.qr', { A }, () => native.qr(A._h, checkOneOf('linalg.qr', 'mode', mode, ['reduced', 'complete', 'r'])));
+    const [Q, R] = callMany('linalg.qr', { A }, () =>
+      native.qr(A._h, checkOneOf('linalg.qr', 'mode', mode, ['reduced', 'complete', 'r'])),
+    );
     return { Q: Q!, R: R! };
   },
 };

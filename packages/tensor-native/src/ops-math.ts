@@ -4,7 +4,7 @@ import { native } from './internal/binding.js';
 import { diagnose } from './internal/diagnose.js';
 import { arithmeticMethod, call, unaryMethod } from './internal/methods.js';
 import { checkInt, checkOneOf, checkScalar } from './internal/validate.js';
-import { Tensor } from './tensor.js';
+import { checkOptions, Tensor } from './tensor.js';
 
 type Operand = Tensor | number | boolean;
 
@@ -102,30 +102,45 @@ const proto = Tensor.prototype;
 proto.add = function add(this: Tensor, other: Operand, alpha?: number): Tensor {
   if (alpha === undefined) return addPlain.call(this, other);
   checkScalar('add', 'alpha', alpha);
-  if (other instanceof Tensor) return call('add', { self: this, other }, () => native.add(this._h, other._h, alpha), 'broadcast');
-  return call('add', { self: this }, () => native.addScalar(this._h, checkScalar('add', 'other', other), alpha));
+  if (other instanceof Tensor)
+    return call('add', { self: this, other }, () => native.add(this._h, other._h, alpha), 'broadcast');
+  return call('add', { self: this }, () =>
+    native.addScalar(this._h, checkScalar('add', 'other', other), alpha),
+  );
 };
 const addPlain = arithmeticMethod('add', native.add, native.addScalar);
 
 proto.sub = function sub(this: Tensor, other: Operand, alpha?: number): Tensor {
   if (alpha === undefined) return subPlain.call(this, other);
   checkScalar('sub', 'alpha', alpha);
-  if (other instanceof Tensor) return call('sub', { self: this, other }, () => native.sub(this._h, other._h, alpha), 'broadcast');
-  return call('sub', { self: this }, () => native.subScalar(this._h, checkScalar('sub', 'other', other), alpha));
+  if (other instanceof Tensor)
+    return call('sub', { self: this, other }, () => native.sub(this._h, other._h, alpha), 'broadcast');
+  return call('sub', { self: this }, () =>
+    native.subScalar(this._h, checkScalar('sub', 'other', other), alpha),
+  );
 };
 const subPlain = arithmeticMethod('sub', native.sub, native.subScalar);
 
 proto.mul = arithmeticMethod('mul', native.mul, native.mulScalar);
 
-proto.div = function div(this: Tensor, other: Operand, options?: { roundingMode?: 'trunc' | 'floor' }): Tensor {
+proto.div = function div(
+  this: Tensor,
+  other: Operand,
+  options?: { roundingMode?: 'trunc' | 'floor' },
+): Tensor {
   if (options === undefined) return divPlain.call(this, other);
   const mode =
-    options.roundingMode === undefined ? undefined : checkOneOf('div', 'roundingMode', options.roundingMode, ['trunc', 'floor']);
+    options.roundingMode === undefined
+      ? undefined
+      : checkOneOf('div', 'roundingMode', options.roundingMode, ['trunc', 'floor']);
   for (const key of Object.keys(options)) {
     if (key !== 'roundingMode') throw invalidArgument('div', 'options', "only 'roundingMode'", key);
   }
-  if (other instanceof Tensor) return call('div', { self: this, other }, () => native.div(this._h, other._h, mode), 'broadcast');
-  return call('div', { self: this }, () => native.divScalar(this._h, checkScalar('div', 'other', other), mode));
+  if (other instanceof Tensor)
+    return call('div', { self: this, other }, () => native.div(this._h, other._h, mode), 'broadcast');
+  return call('div', { self: this }, () =>
+    native.divScalar(this._h, checkScalar('div', 'other', other), mode),
+  );
 };
 const divPlain = arithmeticMethod('div', native.div, native.divScalar);
 
@@ -151,9 +166,41 @@ proto.lerp = function lerp(this: Tensor, end: Tensor, weight: number): Tensor {
 };
 
 const UNARY = [
-  'neg', 'abs', 'sign', 'exp', 'expm1', 'log', 'log1p', 'log2', 'log10', 'sqrt', 'rsqrt', 'square',
-  'reciprocal', 'sin', 'cos', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'tanh', 'erf', 'sigmoid',
-  'relu', 'silu', 'floor', 'ceil', 'trunc', 'frac', 'isnan', 'isinf', 'isfinite', 'logicalNot', 'bitwiseNot',
+  'neg',
+  'abs',
+  'sign',
+  'exp',
+  'expm1',
+  'log',
+  'log1p',
+  'log2',
+  'log10',
+  'sqrt',
+  'rsqrt',
+  'square',
+  'reciprocal',
+  'sin',
+  'cos',
+  'tan',
+  'asin',
+  'acos',
+  'atan',
+  'sinh',
+  'cosh',
+  'tanh',
+  'erf',
+  'sigmoid',
+  'relu',
+  'silu',
+  'floor',
+  'ceil',
+  'trunc',
+  'frac',
+  'isnan',
+  'isinf',
+  'isfinite',
+  'logicalNot',
+  'bitwiseNot',
 ] as const;
 for (const name of UNARY) {
   (proto as unknown as Record<string, unknown>)[name] = unaryMethod(name, native[name]);
@@ -193,17 +240,32 @@ proto.clamp = function clamp(this: Tensor, min?: number | Tensor, max?: number |
     const low = min instanceof Tensor ? min : undefined;
     const high = max instanceof Tensor ? max : undefined;
     if ((min !== undefined && low === undefined) || (max !== undefined && high === undefined)) {
-      throw invalidArgument('clamp', 'min/max', 'both Tensors or both numbers', `${typeof min} and ${typeof max}`);
+      throw invalidArgument(
+        'clamp',
+        'min/max',
+        'both Tensors or both numbers',
+        `${typeof min} and ${typeof max}`,
+      );
     }
-    return call('clamp', { self: this, min: low, max: high }, () => native.clampTensor(this._h, low?._h, high?._h), 'broadcast');
+    return call(
+      'clamp',
+      { self: this, min: low, max: high },
+      () => native.clampTensor(this._h, low?._h, high?._h),
+      'broadcast',
+    );
   }
   if (min !== undefined) checkScalar('clamp', 'min', min);
   if (max !== undefined) checkScalar('clamp', 'max', max);
   return call('clamp', { self: this }, () => native.clamp(this._h, min, max));
 };
 
-proto.allclose = function allclose(this: Tensor, other: Tensor, options: { rtol?: number; atol?: number; equalNan?: boolean } = {}): boolean {
-  const { rtol = 1e-5, atol = 1e-8, equalNan = false } = options;
+proto.allclose = function allclose(
+  this: Tensor,
+  other: Tensor,
+  options: { rtol?: number; atol?: number; equalNan?: boolean } = {},
+): boolean {
+  checkOptions('allclose', options, ['rtol', 'atol', 'equalNan']);
+  const { rtol = 1e-5, atol = 1e-8, equalNan = false } = options ?? {};
   try {
     return native.allclose(this._h, other._h, rtol, atol, equalNan);
   } catch (error) {

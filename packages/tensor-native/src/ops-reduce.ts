@@ -1,10 +1,11 @@
 // Reductions, scans and normalisers on Tensor. Dims are checked here, before native code.
 import { type DType, parseDType } from './dtype.js';
-import { dtypeCode } from './internal/codes.js';
 import { native } from './internal/binding.js';
+import { dtypeCode } from './internal/codes.js';
+import { diagnose } from './internal/diagnose.js';
 import { call, callMany } from './internal/methods.js';
 import { checkBool, checkInt, checkScalar } from './internal/validate.js';
-import { Tensor, checkOptions, normalizeDim } from './tensor.js';
+import { checkOptions, normalizeDim, Tensor } from './tensor.js';
 
 /** The result of reductions that also locate their values (`max(dim)`, `topk`, `sort`). */
 export interface ValuesIndices {
@@ -81,15 +82,32 @@ function optionDtype(op: string, options: ReduceOptions | undefined): number {
   return options?.dtype === undefined ? -1 : dtypeCode(parseDType(op, options.dtype));
 }
 
-proto.sum = function sum(this: Tensor, dim?: number | number[], keepdim = false, options?: ReduceOptions): Tensor {
-  if (dim === undefined && options === undefined) return call('sum', { self: this }, () => native.sum(this._h));
+proto.sum = function sum(
+  this: Tensor,
+  dim?: number | number[],
+  keepdim = false,
+  options?: ReduceOptions,
+): Tensor {
+  if (dim === undefined && options === undefined) {
+    // Hot path: no closure or object is allocated unless the call fails.
+    try {
+      return new Tensor(native.sum(this._h));
+    } catch (error) {
+      throw diagnose('sum', { self: this }, error);
+    }
+  }
   const dtype = optionDtype('sum', options);
   const list = dim === undefined ? undefined : dims('sum', this, dim);
   checkBool('sum', 'keepdim', keepdim, false);
   return call('sum', { self: this }, () => native.sum(this._h, list, keepdim, dtype));
 };
 
-proto.mean = function mean(this: Tensor, dim?: number | number[], keepdim = false, options?: ReduceOptions): Tensor {
+proto.mean = function mean(
+  this: Tensor,
+  dim?: number | number[],
+  keepdim = false,
+  options?: ReduceOptions,
+): Tensor {
   const dtype = optionDtype('mean', options);
   const list = dim === undefined ? undefined : dims('mean', this, dim);
   checkBool('mean', 'keepdim', keepdim, false);

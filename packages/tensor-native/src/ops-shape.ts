@@ -1,10 +1,11 @@
 // Views, reshaping, indexing, gathering/scattering, sorting and joining on Tensor.
 import { FlodlError, invalidArgument } from './errors.js';
 import { native } from './internal/binding.js';
+import { diagnose } from './internal/diagnose.js';
 import { call, callMany } from './internal/methods.js';
 import { checkBool, checkInt, checkIntList, checkNonNegativeInt, checkScalar } from './internal/validate.js';
 import type { ValuesIndices } from './ops-reduce.js';
-import { Tensor, normalizeDim } from './tensor.js';
+import { normalizeDim, Tensor } from './tensor.js';
 
 declare module './tensor.js' {
   interface Tensor {
@@ -49,7 +50,13 @@ declare module './tensor.js' {
     /** A copy with `src` added at `index` along `dim`. PyTorch: `torch.scatter_add`. */
     scatterAdd(dim: number, index: Tensor, src: Tensor): Tensor;
     /** A copy reduced into at `index` with `sum`, `prod`, `mean`, `amax` or `amin`. PyTorch: `torch.scatter_reduce`. */
-    scatterReduce(dim: number, index: Tensor, src: Tensor, reduce: 'sum' | 'prod' | 'mean' | 'amax' | 'amin', options?: { includeSelf?: boolean }): Tensor;
+    scatterReduce(
+      dim: number,
+      index: Tensor,
+      src: Tensor,
+      reduce: 'sum' | 'prod' | 'mean' | 'amax' | 'amin',
+      options?: { includeSelf?: boolean },
+    ): Tensor;
     /** A copy with `value` where `mask` is true. PyTorch: `torch.masked_fill`. */
     maskedFill(mask: Tensor, value: number | boolean | Tensor): Tensor;
     /** The elements where `mask` is true, as a 1-d tensor. PyTorch: `torch.masked_select`. */
@@ -88,14 +95,21 @@ declare module './tensor.js' {
 const proto = Tensor.prototype;
 
 function sizesOf(op: string, args: number[] | [number[]]): number[] {
-  const list = args.length === 1 && Array.isArray(args[0]) ? args[0] : args;
-  return checkIntList(op, 'shape', list);
+  const list = (args.length === 1 && Array.isArray(args[0]) ? args[0] : args) as number[];
+  for (let k = 0; k < list.length; k++) {
+    if (!Number.isSafeInteger(list[k])) return checkIntList(op, 'shape', list);
+  }
+  return list;
 }
 
 function checkIndexTensor(op: string, name: string, index: unknown): Tensor {
   if (!(index instanceof Tensor)) throw invalidArgument(op, name, 'an int64 Tensor', index);
   if (index.dtype !== 'int64') {
-    throw new FlodlError('ERR_DTYPE', `${name} must hold int64 indices`, { op, expected: 'int64', got: index.dtype });
+    throw new FlodlError('ERR_DTYPE', `${name} must hold int64 indices`, {
+      op,
+      expected: 'int64',
+      got: index.dtype,
+    });
   }
   return index;
 }
@@ -109,7 +123,14 @@ function checkShapeVolume(op: string, self: Tensor, shape: number[]): void {
     else known *= size;
   }
   const numel = self.numel;
-  const ok = inferred > 1 ? false : inferred === 1 ? (known === 0 ? numel === 0 : numel % known === 0) : known === numel;
+  const ok =
+    inferred > 1
+      ? false
+      : inferred === 1
+        ? known === 0
+          ? numel === 0
+          : numel % known === 0
+        : known === numel;
   if (!ok) {
     throw new FlodlError('ERR_SHAPE', 'the new shape does not hold the same number of elements', {
       op,
@@ -119,15 +140,20 @@ function checkShapeVolume(op: string, self: Tensor, shape: number[]): void {
   }
 }
 
-proto.reshape = function reshape(this: Tensor, ...args: number[] | [number[]]): Tensor {
-  const shape = sizesOf('reshape', args);
-  return call('reshape', { self: this }, () => native.reshape(this._h, shape), 'none', () => checkShapeVolume('reshape', this, shape));
-};
-
-proto.view = function view(this: Tensor, ...args: number[] | [number[]]): Tensor {
-  const shape = sizesOf('view', args);
-  return call('view', { self: this }, () => native.view(this._h, shape), 'none', () => checkShapeVolume('view', this, shape));
-};
+function reshaping(op: 'reshape' | 'view', run: (h: number, shape: number[]) => number) {
+  return function (this: Tensor, ...args: number[] | [number[]]): Tensor {
+    const shape = sizesOf(op, args);
+    try {
+      return new Tensor(run(this._h, shape));
+    } catch (error) {
+      const diagnosed = diagnose(op, { self: this }, error, 'none');
+      if (diagnosed === error) checkShapeVolume(op, this, shape);
+      throw diagnosed;
+    }
+  };
+}
+proto.reshape = reshaping('reshape', native.reshape);
+proto.view = reshaping('view', native.view);
 
 proto.flatten = function flatten(this: Tensor, startDim = 0, endDim = -1): Tensor {
   const ndim = this.ndim;
@@ -170,7 +196,11 @@ proto.permute = function permute(this: Tensor, ...args: number[] | [number[]]): 
   return call('permute', { self: this }, () => native.permute(this._h, order));
 };
 
-proto.movedim = function movedim(this: Tensor, source: number | number[], destination: number | number[]): Tensor {
+proto.movedim = function movedim(
+  this: Tensor,
+  source: number | number[],
+  destination: number | number[],
+): Tensor {
   const from = checkIntList('movedim', 'source', source);
   const to = checkIntList('movedim', 'destination', destination);
   return call('movedim', { self: this }, () => native.movedim(this._h, from, to));
@@ -178,21 +208,30 @@ proto.movedim = function movedim(this: Tensor, source: number | number[], destin
 
 proto.expand = function expand(this: Tensor, ...args: number[] | [number[]]): Tensor {
   const sizes = sizesOf('expand', args);
-  return call('expand', { self: this }, () => native.expand(this._h, sizes), 'none', () => {
-    const shape = this.shape;
-    const offset = sizes.length - shape.length;
-    const ok = offset >= 0 && shape.every((size, k) => size === 1 || sizes[k + offset] === -1 || sizes[k + offset] === size);
-    if (!ok) {
-      throw new FlodlError('ERR_SHAPE', 'cannot expand: only size-1 dims can grow', {
-        op: 'expand',
-        expected: `a shape whose trailing dims match [${shape.join(', ')}] or are 1 there`,
-        got: `[${sizes.join(', ')}]`,
-      });
-    }
-  });
+  return call(
+    'expand',
+    { self: this },
+    () => native.expand(this._h, sizes),
+    'none',
+    () => {
+      const shape = this.shape;
+      const offset = sizes.length - shape.length;
+      const ok =
+        offset >= 0 &&
+        shape.every((size, k) => size === 1 || sizes[k + offset] === -1 || sizes[k + offset] === size);
+      if (!ok) {
+        throw new FlodlError('ERR_SHAPE', 'cannot expand: only size-1 dims can grow', {
+          op: 'expand',
+          expected: `a shape whose trailing dims match [${shape.join(', ')}] or are 1 there`,
+          got: `[${sizes.join(', ')}]`,
+        });
+      }
+    },
+  );
 };
 
 proto.expandAs = function expandAs(this: Tensor, other: Tensor): Tensor {
+  if (!(other instanceof Tensor)) throw invalidArgument('expandAs', 'other', 'a Tensor', other);
   return this.expand([...other.shape]);
 };
 
@@ -215,14 +254,19 @@ proto.narrow = function narrow(this: Tensor, dim: number, start: number, length:
       got: `start ${start}, length ${length}`,
     });
   }
-  return call('narrow', { self: this }, () => native.narrow(this._h, dim, start, length));
+  try {
+    return new Tensor(native.narrow(this._h, dim, start, length));
+  } catch (error) {
+    throw diagnose('narrow', { self: this }, error);
+  }
 };
 
 proto.slice = function slice(this: Tensor, dim: number, start?: number, end?: number, step = 1): Tensor {
   normalizeDim('slice', dim, this.ndim);
   if (start !== undefined) checkInt('slice', 'start', start);
   if (end !== undefined) checkInt('slice', 'end', end);
-  if (!Number.isSafeInteger(step) || step <= 0) throw invalidArgument('slice', 'step', 'a positive integer', step);
+  if (!Number.isSafeInteger(step) || step <= 0)
+    throw invalidArgument('slice', 'step', 'a positive integer', step);
   return call('slice', { self: this }, () => native.slice(this._h, dim, start, end, step));
 };
 
@@ -237,20 +281,33 @@ proto.select = function select(this: Tensor, dim: number, index: number): Tensor
       got: String(index),
     });
   }
-  return call('select', { self: this }, () => native.select(this._h, dim, index));
+  try {
+    return new Tensor(native.select(this._h, dim, index));
+  } catch (error) {
+    throw diagnose('select', { self: this }, error);
+  }
 };
 
 proto.indexSelect = function indexSelect(this: Tensor, dim: number, index: Tensor): Tensor {
   normalizeDim('indexSelect', dim, this.ndim);
   checkIndexTensor('indexSelect', 'index', index);
-  return call('indexSelect', { self: this, index }, () => native.indexSelect(this._h, dim, index._h));
+  try {
+    return new Tensor(native.indexSelect(this._h, dim, index._h));
+  } catch (error) {
+    throw diagnose('indexSelect', { self: this, index }, error);
+  }
 };
 
 proto.index = function index(this: Tensor, indices: Tensor[]): Tensor {
   if (!Array.isArray(indices) || !indices.every((item) => item instanceof Tensor)) {
     throw invalidArgument('index', 'indices', 'an array of Tensors', indices);
   }
-  return call('index', { self: this }, () => native.index(this._h, indices.map((item) => item._h)));
+  return call('index', { self: this }, () =>
+    native.index(
+      this._h,
+      indices.map((item) => item._h),
+    ),
+  );
 };
 
 proto.gather = function gather(this: Tensor, dim: number, index: Tensor): Tensor {
@@ -262,7 +319,8 @@ proto.gather = function gather(this: Tensor, dim: number, index: Tensor): Tensor
 proto.scatter = function scatter(this: Tensor, dim: number, index: Tensor, src: Tensor | number): Tensor {
   normalizeDim('scatter', dim, this.ndim);
   checkIndexTensor('scatter', 'index', index);
-  if (src instanceof Tensor) return call('scatter', { self: this, index, src }, () => native.scatter(this._h, dim, index._h, src._h));
+  if (src instanceof Tensor)
+    return call('scatter', { self: this, index, src }, () => native.scatter(this._h, dim, index._h, src._h));
   checkScalar('scatter', 'src', src);
   return call('scatter', { self: this, index }, () => native.scatterValue(this._h, dim, index._h, src));
 };
@@ -270,7 +328,9 @@ proto.scatter = function scatter(this: Tensor, dim: number, index: Tensor, src: 
 proto.scatterAdd = function scatterAdd(this: Tensor, dim: number, index: Tensor, src: Tensor): Tensor {
   normalizeDim('scatterAdd', dim, this.ndim);
   checkIndexTensor('scatterAdd', 'index', index);
-  return call('scatterAdd', { self: this, index, src }, () => native.scatterAdd(this._h, dim, index._h, src._h));
+  return call('scatterAdd', { self: this, index, src }, () =>
+    native.scatterAdd(this._h, dim, index._h, src._h),
+  );
 };
 
 proto.scatterReduce = function scatterReduce(
@@ -294,17 +354,37 @@ proto.scatterReduce = function scatterReduce(
 
 proto.maskedFill = function maskedFill(this: Tensor, mask: Tensor, value: number | boolean | Tensor): Tensor {
   if (!(mask instanceof Tensor)) throw invalidArgument('maskedFill', 'mask', 'a bool Tensor', mask);
-  if (mask.dtype !== 'bool') throw new FlodlError('ERR_DTYPE', 'mask must be bool', { op: 'maskedFill', expected: 'bool', got: mask.dtype });
+  if (mask.dtype !== 'bool')
+    throw new FlodlError('ERR_DTYPE', 'mask must be bool', {
+      op: 'maskedFill',
+      expected: 'bool',
+      got: mask.dtype,
+    });
   if (value instanceof Tensor) {
-    return call('maskedFill', { self: this, mask, value }, () => native.maskedFillTensor(this._h, mask._h, value._h), 'broadcast');
+    return call(
+      'maskedFill',
+      { self: this, mask, value },
+      () => native.maskedFillTensor(this._h, mask._h, value._h),
+      'broadcast',
+    );
   }
   checkScalar('maskedFill', 'value', value);
-  return call('maskedFill', { self: this, mask }, () => native.maskedFill(this._h, mask._h, value), 'broadcast');
+  return call(
+    'maskedFill',
+    { self: this, mask },
+    () => native.maskedFill(this._h, mask._h, value),
+    'broadcast',
+  );
 };
 
 proto.maskedSelect = function maskedSelect(this: Tensor, mask: Tensor): Tensor {
   if (!(mask instanceof Tensor)) throw invalidArgument('maskedSelect', 'mask', 'a bool Tensor', mask);
-  if (mask.dtype !== 'bool') throw new FlodlError('ERR_DTYPE', 'mask must be bool', { op: 'maskedSelect', expected: 'bool', got: mask.dtype });
+  if (mask.dtype !== 'bool')
+    throw new FlodlError('ERR_DTYPE', 'mask must be bool', {
+      op: 'maskedSelect',
+      expected: 'bool',
+      got: mask.dtype,
+    });
   return call('maskedSelect', { self: this, mask }, () => native.maskedSelect(this._h, mask._h), 'broadcast');
 };
 
@@ -313,7 +393,8 @@ proto.nonzero = function nonzero(this: Tensor): Tensor {
 };
 
 proto.chunk = function chunk(this: Tensor, chunks: number, dim = 0): Tensor[] {
-  if (!Number.isSafeInteger(chunks) || chunks < 1) throw invalidArgument('chunk', 'chunks', 'a positive integer', chunks);
+  if (!Number.isSafeInteger(chunks) || chunks < 1)
+    throw invalidArgument('chunk', 'chunks', 'a positive integer', chunks);
   normalizeDim('chunk', dim, this.ndim);
   return callMany('chunk', { self: this }, () => native.chunk(this._h, chunks, dim));
 };
@@ -322,7 +403,8 @@ proto.split = function split(this: Tensor, sizeOrSizes: number | number[], dim =
   const shape = this.shape;
   const d = normalizeDim('split', dim, shape.length);
   if (typeof sizeOrSizes === 'number') {
-    if (!Number.isSafeInteger(sizeOrSizes) || sizeOrSizes < 1) throw invalidArgument('split', 'size', 'a positive integer', sizeOrSizes);
+    if (!Number.isSafeInteger(sizeOrSizes) || sizeOrSizes < 1)
+      throw invalidArgument('split', 'size', 'a positive integer', sizeOrSizes);
   } else {
     const sizes = checkIntList('split', 'sizes', sizeOrSizes);
     const total = sizes.reduce((sum, size) => sum + size, 0);
@@ -365,16 +447,24 @@ proto.flip = function flip(this: Tensor, dims: number | number[]): Tensor {
 proto.roll = function roll(this: Tensor, shifts: number | number[], dims: number | number[]): Tensor {
   const shiftList = checkIntList('roll', 'shifts', shifts);
   const dimList = checkIntList('roll', 'dims', dims);
-  if (shiftList.length !== dimList.length) throw invalidArgument('roll', 'dims', `${shiftList.length} dims (one per shift)`, dims);
+  if (shiftList.length !== dimList.length)
+    throw invalidArgument('roll', 'dims', `${shiftList.length} dims (one per shift)`, dims);
   for (const dim of dimList) normalizeDim('roll', dim, this.ndim);
   return call('roll', { self: this }, () => native.roll(this._h, shiftList, dimList));
 };
 
-proto.sort = function sort(this: Tensor, dim = -1, descending = false, options: { stable?: boolean } = {}): ValuesIndices {
+proto.sort = function sort(
+  this: Tensor,
+  dim = -1,
+  descending = false,
+  options: { stable?: boolean } = {},
+): ValuesIndices {
   normalizeDim('sort', dim, this.ndim);
   checkBool('sort', 'descending', descending, false);
   const stable = checkBool('sort', 'stable', options.stable, false);
-  const [values, indices] = callMany('sort', { self: this }, () => native.sort(this._h, dim, descending, stable));
+  const [values, indices] = callMany('sort', { self: this }, () =>
+    native.sort(this._h, dim, descending, stable),
+  );
   return { values: values!, indices: indices! };
 };
 
@@ -390,7 +480,9 @@ proto.topk = function topk(this: Tensor, k: number, dim = -1, largest = true, so
   if (!Number.isSafeInteger(k) || k < 0 || k > size) {
     throw invalidArgument('topk', 'k', `an integer in [0, ${size}] (the size of dim ${dim})`, k);
   }
-  const [values, indices] = callMany('topk', { self: this }, () => native.topk(this._h, k, dim, largest, sorted));
+  const [values, indices] = callMany('topk', { self: this }, () =>
+    native.topk(this._h, k, dim, largest, sorted),
+  );
   return { values: values!, indices: indices! };
 };
 

@@ -1,7 +1,8 @@
 // Process-level controls: seeding, threads, live-tensor accounting, build information.
+
+import { invalidArgument } from './errors.js';
 import { native } from './internal/binding.js';
 import { checkInt } from './internal/validate.js';
-import { invalidArgument } from './errors.js';
 
 /**
  * Seeds libtorch's generators on the CPU and every CUDA device: the same seed gives the same

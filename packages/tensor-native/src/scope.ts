@@ -68,16 +68,19 @@ export function endScope(handle: ScopeHandle, survivors: Iterable<Disposable> = 
   }
   stack.pop();
   current = stack.length > 0 ? stack[stack.length - 1]! : null;
-  const keep = new Set(survivors);
+  const keep = survivors instanceof Set ? (survivors as Set<Disposable>) : new Set(survivors);
+  const doomed: number[] = [];
   for (const tensor of scope.tracked) {
     if (tensor._h < 0) continue;
     if (tensor._kept || keep.has(tensor)) adoptInto(current, tensor);
     else {
-      native.free(tensor._h);
+      doomed.push(tensor._h);
       tensor._h = -1;
     }
   }
   scope.tracked.length = 0;
+  // One native call frees the whole scope.
+  if (doomed.length > 0) native.freeMany(doomed);
 }
 
 /**

@@ -1,13 +1,14 @@
 // The Tensor handle: owns one native libtorch tensor. Its op methods are attached by the
 // files named ops-*.ts (declaration merging keeps each family in its own small file).
+
+import type { TensorData, TensorOptions } from './creation.js';
 import { type Device, deviceCode, deviceName } from './device.js';
 import { type DType, parseDType } from './dtype.js';
 import { FlodlError, invalidArgument } from './errors.js';
-import { dtypeCode, dtypeFromCode } from './internal/codes.js';
-import { native } from './internal/binding.js';
 import { formatTensor } from './format.js';
+import { native } from './internal/binding.js';
+import { dtypeCode, dtypeFromCode } from './internal/codes.js';
 import { track } from './scope.js';
-import type { TensorData, TensorOptions } from './creation.js';
 
 type FromImplementation = (data: TensorData, shape?: readonly number[], options?: TensorOptions) => Tensor;
 let fromImplementation: FromImplementation | null = null;
@@ -79,7 +80,7 @@ export class Tensor {
 
   /** The number of dimensions. PyTorch: `t.ndim`. */
   get ndim(): number {
-    return native.dim(this._h);
+    return this._shape !== undefined ? this._shape.length : native.dim(this._h);
   }
 
   /** True when the elements are laid out densely in row-major order. */
@@ -165,6 +166,9 @@ export class Tensor {
    * @example t.to('float64'); t.to('cuda'); t.to({ device: 'cuda', dtype: 'float16', nonBlocking: true })
    */
   to(target: DType | Device | ToOptions): Tensor {
+    if (typeof target !== 'string' && (typeof target !== 'object' || target === null)) {
+      throw invalidArgument('to', 'target', 'a dtype, a device or { dtype, device }', target);
+    }
     const options: ToOptions = typeof target === 'string' ? toTarget(target) : target;
     checkOptions('to', options, ['dtype', 'device', 'nonBlocking', 'copy']);
     const dtype = options.dtype === undefined ? -1 : dtypeCode(parseDType('to', options.dtype));
@@ -227,6 +231,7 @@ export class Tensor {
   }
   /** True when both tensors view the same memory. */
   sharesMemoryWith(other: Tensor): boolean {
+    if (!(other instanceof Tensor)) throw invalidArgument('sharesMemoryWith', 'other', 'a Tensor', other);
     return native.sameStorage(this._h, other._h);
   }
 }
@@ -242,10 +247,17 @@ export interface ToOptions {
 }
 
 function toTarget(target: string): ToOptions {
-  return target === 'cpu' || target.startsWith('cuda') ? { device: target as Device } : { dtype: target as DType };
+  return target === 'cpu' || target.startsWith('cuda')
+    ? { device: target as Device }
+    : { dtype: target as DType };
 }
 
-function nest(values: (number | boolean)[], shape: readonly number[], dim: number, cursor: { offset: number }): NestedArray {
+function nest(
+  values: (number | boolean)[],
+  shape: readonly number[],
+  dim: number,
+  cursor: { offset: number },
+): NestedArray {
   if (dim === shape.length) return values[cursor.offset++]!;
   const size = shape[dim]!;
   const out: NestedArray[] = new Array(size);

@@ -18,13 +18,22 @@ function candidates(): string[] {
 
 // libtorch reports every failure as one exception type; its text says which kind it was.
 const CLASSIFIERS: [RegExp, FlodlErrorCode][] = [
-  [/same device|CUDA is not available|no CUDA GPUs|Could not run .* with arguments from the 'CUDA'|invalid device ordinal/i, 'ERR_DEVICE'],
+  [
+    /same device|CUDA is not available|no CUDA GPUs|Could not run .* with arguments from the 'CUDA'|invalid device ordinal/i,
+    'ERR_DEVICE',
+  ],
   [
     /must match the size|broadcast|cannot be multiplied|shapes cannot|Sizes of tensors must match|size mismatch|shape '\[|is invalid for input of size|inconsistent tensor size|must have the same number of elements|Expected .*(\d+)-?D|dimension specified as|number of dims|same size|view size is not compatible|expand|must be .*dimensional|is not a matrix|1D tensors|2D tensors|3D tensors|mat1|mat2|batch1|batch2/i,
     'ERR_SHAPE',
   ],
-  [/dtype|scalar type|not implemented for '|Expected object of scalar type|can't be cast|result type|Boolean value|integer|Long|Float/i, 'ERR_DTYPE'],
-  [/out of range|out of bounds|invalid argument|must be (non-)?negative|must be positive/i, 'ERR_INVALID_ARGUMENT'],
+  [
+    /dtype|scalar type|not implemented for '|Expected object of scalar type|can't be cast|result type|Boolean value|integer|Long|Float/i,
+    'ERR_DTYPE',
+  ],
+  [
+    /out of range|out of bounds|invalid argument|must be (non-)?negative|must be positive/i,
+    'ERR_INVALID_ARGUMENT',
+  ],
 ];
 
 export function classifyNativeMessage(message: string): FlodlErrorCode {

@@ -6,7 +6,12 @@ import type { Tensor } from '../tensor.js';
 export type Check = 'broadcast' | 'matmul' | 'sameDevice' | 'none';
 
 function isTensor(value: unknown): value is Tensor {
-  return typeof value === 'object' && value !== null && typeof (value as Tensor)._h === 'number' && '_kept' in value;
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as Tensor)._h === 'number' &&
+    '_kept' in value
+  );
 }
 
 function shapeText(shape: readonly number[]): string {
@@ -30,7 +35,12 @@ export function broadcastShapes(a: readonly number[], b: readonly number[]): num
  * Turns a native failure into the most precise FlodlError we can name. `tensors` maps
  * argument names to the values given for tensor arguments.
  */
-export function diagnose(op: string, tensors: Record<string, unknown>, error: unknown, check: Check = 'sameDevice'): unknown {
+export function diagnose(
+  op: string,
+  tensors: Record<string, unknown>,
+  error: unknown,
+  check: Check = 'sameDevice',
+): unknown {
   const entries = Object.entries(tensors);
   for (const [name, value] of entries) {
     if (value === undefined || typeof value === 'number' || typeof value === 'boolean') continue;
@@ -77,6 +87,15 @@ export function diagnose(op: string, tensors: Record<string, unknown>, error: un
         cause: error,
       });
     }
+  }
+  if (!FlodlError.isInstance(error)) {
+    // A JS TypeError from reading an argument that is not a Tensor at all.
+    const wrong = entries.find(([, value]) => !isTensor(value));
+    if (wrong) return invalidArgument(op, wrong[0], 'a Tensor', wrong[1]);
+    return new FlodlError('ERR_INVALID_ARGUMENT', String(error instanceof Error ? error.message : error), {
+      op,
+      cause: error,
+    });
   }
   return error;
 }

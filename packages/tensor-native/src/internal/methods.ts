@@ -71,7 +71,12 @@ export function callMany(op: string, tensors: Record<string, unknown>, run: () =
 }
 
 /** Like `call` for in-place natives: returns `self`. */
-export function callInPlace(op: string, self: Tensor, tensors: Record<string, unknown>, run: () => void): Tensor {
+export function callInPlace(
+  op: string,
+  self: Tensor,
+  tensors: Record<string, unknown>,
+  run: () => void,
+): Tensor {
   try {
     run();
   } catch (error) {

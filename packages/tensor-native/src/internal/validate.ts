@@ -2,7 +2,8 @@
 import { invalidArgument } from '../errors.js';
 
 export function checkInt(op: string, name: string, value: unknown): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value)) throw invalidArgument(op, name, 'an integer', value);
+  if (typeof value !== 'number' || !Number.isSafeInteger(value))
+    throw invalidArgument(op, name, 'an integer', value);
   return value;
 }
 
@@ -32,20 +33,31 @@ export function checkBool(op: string, name: string, value: unknown, fallback: bo
 
 export function checkIntList(op: string, name: string, value: unknown): number[] {
   if (typeof value === 'number') return [checkInt(op, name, value)];
-  if (!Array.isArray(value) || !value.every((item) => typeof item === 'number' && Number.isSafeInteger(item))) {
+  if (
+    !Array.isArray(value) ||
+    !value.every((item) => typeof item === 'number' && Number.isSafeInteger(item))
+  ) {
     throw invalidArgument(op, name, 'an integer or an array of integers', value);
   }
   return value as number[];
 }
 
 export function checkShape(op: string, value: unknown, name = 'shape'): number[] {
-  if (!Array.isArray(value) || !value.every((item) => typeof item === 'number' && Number.isSafeInteger(item) && item >= 0)) {
+  if (
+    !Array.isArray(value) ||
+    !value.every((item) => typeof item === 'number' && Number.isSafeInteger(item) && item >= 0)
+  ) {
     throw invalidArgument(op, name, 'an array of non-negative integers', value);
   }
   return value as number[];
 }
 
-export function checkOneOf<T extends string>(op: string, name: string, value: unknown, allowed: readonly T[]): T {
+export function checkOneOf<T extends string>(
+  op: string,
+  name: string,
+  value: unknown,
+  allowed: readonly T[],
+): T {
   if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value)) {
     throw invalidArgument(op, name, `one of ${allowed.map((item) => `'${item}'`).join(', ')}`, value);
   }

@@ -1,0 +1,112 @@
+#!/usr/bin/env node
+// Per-op dispatch overhead on small tensors (64 floats, 8x8 matrices): flodl from TS versus
+// PyTorch from Python, measured in the same run on the same machine. Lower is better; the
+// ratio is flodl / PyTorch (below 1 means flodl is faster).
+//   pnpm bench:dispatch [--iterations N] [--python /usr/bin/python3]
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const args = process.argv.slice(2);
+const option = (name, fallback) => {
+  const at = args.indexOf(`--${name}`);
+  return at >= 0 && args[at + 1] !== undefined ? args[at + 1] : fallback;
+};
+const iterations = Number(option('iterations', '200000'));
+const python = option('python', '/usr/bin/python3');
+
+const flodl = await import(join(here, '..', 'dist', 'index.js'));
+const { Tensor, manualSeed, rand, setNumThreads, tidy, keep } = flodl;
+setNumThreads(1);
+manualSeed(0);
+const x = keep(rand([64]));
+const y = keep(rand([64]));
+const m = keep(rand([8, 8]));
+const n = keep(rand([8, 8]));
+const index = keep(Tensor.from([1, 3, 5], undefined, { dtype: 'int64' }));
+
+const cases = {
+  add: () => x.add(y),
+  mul: () => x.mul(y),
+  relu: () => x.relu(),
+  sum: () => x.sum(),
+  'matmul 8x8': () => m.matmul(n),
+  reshape: () => x.reshape(8, 8),
+  'select m[3]': () => m.select(0, 3),
+  narrow: () => m.narrow(0, 2, 3),
+  index_select: () => m.indexSelect(0, index),
+};
+
+// Results are freed the way a training loop frees them: by a scope every `batch` ops.
+function timeScoped(fn, batch = 100) {
+  const rounds = Math.ceil(iterations / batch);
+  const start = process.hrtime.bigint();
+  for (let r = 0; r < rounds; r++) {
+    tidy(() => {
+      for (let k = 0; k < batch; k++) fn();
+    });
+  }
+  return Number(process.hrtime.bigint() - start) / (rounds * batch);
+}
+
+// Each result disposed right away (the closest match to Python's reference counting).
+function timeDisposed(fn) {
+  const start = process.hrtime.bigint();
+  for (let k = 0; k < iterations; k++) fn().dispose();
+  return Number(process.hrtime.bigint() - start) / iterations;
+}
+
+function best(measure, fn) {
+  for (let k = 0; k < 2000; k++) tidy(() => fn());
+  return Math.min(measure(fn), measure(fn), measure(fn));
+}
+
+const ours = {};
+for (const [name, fn] of Object.entries(cases)) {
+  ours[name] = { scoped: best(timeScoped, fn), disposed: best(timeDisposed, fn) };
+}
+
+let reference = null;
+if (existsSync(python)) {
+  const run = spawnSync(python, [join(here, 'dispatch.py'), String(iterations)], { encoding: 'utf8' });
+  if (run.status === 0) reference = JSON.parse(run.stdout.trim().split('\n').pop());
+  else console.error(`[bench] PyTorch reference failed: ${run.stderr.trim().split('\n').pop()}`);
+} else {
+  console.error(`[bench] ${python} not found: install python3-torch for the PyTorch column`);
+}
+
+const info = flodl.buildInfo();
+console.log(
+  `dispatch overhead, ${iterations} iterations, 1 thread; flodl on libtorch ${info.torchVersion}` +
+    (reference ? `, PyTorch ${reference.torch} from Python` : ''),
+);
+const header = [
+  'op',
+  'flodl scoped ns',
+  'flodl dispose ns',
+  'pytorch ns',
+  'ratio (scoped)',
+  'ratio (dispose)',
+];
+const rows = Object.entries(ours).map(([name, value]) => {
+  const py = reference?.results[name];
+  return [
+    name,
+    value.scoped.toFixed(0),
+    value.disposed.toFixed(0),
+    py ? py.toFixed(0) : '-',
+    py ? (value.scoped / py).toFixed(2) : '-',
+    py ? (value.disposed / py).toFixed(2) : '-',
+  ];
+});
+const widths = header.map((title, k) => Math.max(title.length, ...rows.map((row) => row[k].length)));
+const line = (cells) =>
+  cells.map((cell, k) => (k === 0 ? cell.padEnd(widths[k]) : cell.padStart(widths[k]))).join('  ');
+console.log(line(header));
+for (const row of rows) console.log(line(row));
+if (reference) {
+  const worst = Math.max(...rows.map((row) => Number(row[4])));
+  console.log(`worst ratio (scoped): ${worst.toFixed(2)} (target <= 0.70)`);
+}

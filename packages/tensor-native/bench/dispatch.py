@@ -1,0 +1,43 @@
+"""Per-op dispatch cost of PyTorch from Python on small tensors (the reference side of
+`pnpm bench:dispatch`). Prints one JSON object: op name -> nanoseconds per op."""
+import json
+import sys
+import time
+
+import torch
+
+torch.set_num_threads(1)
+iterations = int(sys.argv[1]) if len(sys.argv) > 1 else 200000
+torch.manual_seed(0)
+x = torch.rand(64)
+y = torch.rand(64)
+m = torch.rand(8, 8)
+n = torch.rand(8, 8)
+index = torch.tensor([1, 3, 5], dtype=torch.long)
+w = torch.rand(64, requires_grad=True)
+
+cases = {
+    "add": lambda: torch.add(x, y),
+    "mul": lambda: x * y,
+    "relu": lambda: torch.relu(x),
+    "sum": lambda: x.sum(),
+    "matmul 8x8": lambda: m @ n,
+    "reshape": lambda: x.reshape(8, 8),
+    "select m[3]": lambda: m[3],
+    "narrow": lambda: m.narrow(0, 2, 3),
+    "index_select": lambda: m.index_select(0, index),
+    "add (grad)": lambda: w + y,
+}
+
+results = {}
+for name, fn in cases.items():
+    for _ in range(2000):
+        fn()
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter_ns()
+        for _ in range(iterations):
+            fn()
+        best = min(best, (time.perf_counter_ns() - start) / iterations)
+    results[name] = best
+print(json.dumps({"torch": torch.__version__, "results": results}))

@@ -4,6 +4,7 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     pool: 'forks',
+    execArgv: ['--expose-gc'],
     testTimeout: 60_000,
     reporters: ['default', ['json', { outputFile: 'test-results.json' }]],
   },

@@ -29,12 +29,17 @@ let current: Scope | null = null;
 /** @internal Called for every tensor that is born. */
 export function track(tensor: Disposable): void {
   if (current !== null) current.tracked.push(tensor);
-  else safetyNet.register(tensor, tensor._h);
+  else safetyNet.register(tensor, tensor._h, tensor);
+}
+
+/** @internal Called by dispose(): the safety net must not free a handle slot that moved on. */
+export function untrack(tensor: Disposable): void {
+  safetyNet.unregister(tensor);
 }
 
 function adoptInto(scope: Scope | null, tensor: Disposable): void {
   if (scope !== null && !tensor._kept) scope.tracked.push(tensor);
-  else safetyNet.register(tensor, tensor._h);
+  else safetyNet.register(tensor, tensor._h, tensor);
 }
 
 /** Opens a scope by hand (for async code, where `tidy` cannot follow the awaits). */

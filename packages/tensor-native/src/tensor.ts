@@ -8,7 +8,7 @@ import { FlodlError, invalidArgument } from './errors.js';
 import { formatTensor } from './format.js';
 import { native } from './internal/binding.js';
 import { dtypeCode, dtypeFromCode } from './internal/codes.js';
-import { track } from './scope.js';
+import { track, untrack } from './scope.js';
 
 type FromImplementation = (data: TensorData, shape?: readonly number[], options?: TensorOptions) => Tensor;
 let fromImplementation: FromImplementation | null = null;
@@ -153,6 +153,7 @@ export class Tensor {
     if (this._h >= 0) {
       native.free(this._h);
       this._h = -1;
+      untrack(this);
     }
   }
 

@@ -28,7 +28,9 @@ export function ensurePnpm() {
     { stdio: 'inherit' },
   );
   if (result.status !== 0 || installedVersion() !== pinned) {
-    console.error(`[flodl] could not install pnpm ${pinned}; try: npm install --prefix .tools pnpm@${pinned}`);
+    console.error(
+      `[flodl] could not install pnpm ${pinned}; try: npm install --prefix .tools pnpm@${pinned}`,
+    );
     process.exit(1);
   }
   return pnpmEntry;

@@ -4,25 +4,23 @@
 //   2. the pinned pnpm, 3. the workspace's dependencies, 4. the addon and the packages.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { runPnpm } from './pnpm.mjs';
 
 const DEBIAN_PACKAGES = ['libtorch-dev', 'libgloo-dev'];
 
 function missingDebianPackages() {
   return DEBIAN_PACKAGES.filter((name) => {
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: dpkg-query's own format syntax
     const query = spawnSync('dpkg-query', ['-W', '-f=${Status}', name], { encoding: 'utf8' });
     return query.status !== 0 || !query.stdout.includes('install ok installed');
   });
 }
 
 function pythonTorchHasHeaders() {
-  const probe = spawnSync(
-    'python3',
-    ['-c', 'import os, torch; print(os.path.dirname(torch.__file__))'],
-    { encoding: 'utf8' },
-  );
+  const probe = spawnSync('python3', ['-c', 'import os, torch; print(os.path.dirname(torch.__file__))'], {
+    encoding: 'utf8',
+  });
   if (probe.status !== 0) return false;
   return existsSync(join(probe.stdout.trim(), 'include', 'ATen', 'ATen.h'));
 }
@@ -34,13 +32,18 @@ function ensureLibtorch() {
   if (missing.length === 0) return;
   const command = `apt-get update && apt-get install -y ${missing.join(' ')}`;
   if (typeof process.getuid === 'function' && process.getuid() !== 0) {
-    console.error(`[flodl] libtorch is missing. Install it as root, then run this again:\n\n  sudo sh -c '${command}'\n`);
+    console.error(
+      `[flodl] libtorch is missing. Install it as root, then run this again:\n\n  sudo sh -c '${command}'\n`,
+    );
     console.error('[flodl] or point LIBTORCH at an unpacked libtorch folder.');
     process.exit(1);
   }
   console.log(`[flodl] installing ${missing.join(', ')} with apt`);
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  for (const args of [['update', '-qq'], ['install', '-y', '-qq', ...missing]]) {
+  for (const args of [
+    ['update', '-qq'],
+    ['install', '-y', '-qq', ...missing],
+  ]) {
     const result = spawnSync('apt-get', args, { stdio: 'inherit', env });
     if (result.status !== 0) {
       console.error(`[flodl] apt-get ${args.join(' ')} failed; run it by hand: ${command}`);

@@ -13,7 +13,17 @@ const packageDirs = ['packages', 'apps']
 const reports = packageDirs.map((dir) => join(dir, 'test-results.json'));
 for (const report of reports) rmSync(report, { force: true });
 
-const result = runPnpm(['exec', 'turbo', 'run', 'lint', 'typecheck', 'test', '--concurrency=1', '--output-logs=new-only', ...process.argv.slice(2)]);
+const result = runPnpm([
+  'exec',
+  'turbo',
+  'run',
+  'lint',
+  'typecheck',
+  'test',
+  '--concurrency=1',
+  '--output-logs=new-only',
+  ...process.argv.slice(2),
+]);
 
 let passed = 0;
 let failed = 0;

@@ -2,7 +2,6 @@
 // normal equations (XᵀX) w = Xᵀy in libtorch, then refine a second fit by gradient descent
 // written with plain tensor ops, and report both against the true coefficients.
 import {
-  Tensor,
   buildInfo,
   cat,
   keep,
@@ -11,6 +10,7 @@ import {
   manualSeed,
   ones,
   randn,
+  Tensor,
   tidy,
 } from '@flodl/tensor-native';
 
@@ -32,7 +32,10 @@ const started = performance.now();
 const { features, targets } = tidy(() => {
   const features = randn([samples, trueWeights.length], { dtype: 'float64' });
   const weights = Tensor.from(trueWeights, [trueWeights.length, 1], { dtype: 'float64' });
-  const targets = features.matmul(weights).add(trueBias).add(randn([samples, 1], { dtype: 'float64' }).mul(noise));
+  const targets = features
+    .matmul(weights)
+    .add(trueBias)
+    .add(randn([samples, 1], { dtype: 'float64' }).mul(noise));
   return { features, targets };
 });
 
@@ -58,7 +61,10 @@ const learningRate = 0.1;
 for (let step = 1; step <= 200; step++) {
   const loss = tidy(() => {
     const error = features.matmul(weights).add(bias).sub(targets);
-    const gradWeights = features.t().matmul(error).mul(2 / samples);
+    const gradWeights = features
+      .t()
+      .matmul(error)
+      .mul(2 / samples);
     const gradBias = error.mean().item() * 2;
     const next = keep(weights.sub(gradWeights, learningRate));
     weights.dispose();
@@ -66,7 +72,8 @@ for (let step = 1; step <= 200; step++) {
     bias -= learningRate * gradBias;
     return error.square().mean().item();
   });
-  if (step === 1 || step % 50 === 0) console.log(`  gradient descent step ${String(step).padStart(3)}: mse ${loss.toFixed(6)}`);
+  if (step === 1 || step % 50 === 0)
+    console.log(`  gradient descent step ${String(step).padStart(3)}: mse ${loss.toFixed(6)}`);
 }
 const descentValues = [...(weights.toTypedArray() as Float64Array), bias];
 console.log('gradient descent (200 steps, lr 0.1):');
@@ -75,4 +82,6 @@ const gap = Math.max(...descentValues.map((value, k) => Math.abs(value - closedF
 console.log(`  largest gap to the closed form: ${gap.toExponential(2)}`);
 
 for (const tensor of [features, targets, closedForm.solution, weights]) tensor.dispose();
-console.log(`\ndone in ${(performance.now() - started).toFixed(0)} ms; live tensors left: ${liveTensorCount()}`);
+console.log(
+  `\ndone in ${(performance.now() - started).toFixed(0)} ms; live tensors left: ${liveTensorCount()}`,
+);

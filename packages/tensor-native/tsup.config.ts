@@ -3,8 +3,9 @@ import { defineConfig } from 'tsup';
 export default defineConfig({
   entry: ['src/index.ts'],
   format: ['esm'],
-  // The declaration build compiles src/ alone; the project settings (composite, tests) stay for tsc.
-  dts: { compilerOptions: { composite: false, incremental: false } },
+  // Declarations come from tsc (tsconfig.build.json), one file per module, so that the op
+  // families' `declare module './tensor.js'` augmentations reach users; a bundled .d.ts drops them.
+  dts: false,
   sourcemap: true,
   clean: true,
   target: 'node20',

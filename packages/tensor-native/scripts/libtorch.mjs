@@ -112,7 +112,7 @@ export function findLibtorch() {
   return found;
 }
 
-function gypField(config, key) {
+export function gypField(config, key) {
   switch (key) {
     case 'includes':
       return config.includes.join(' ');

@@ -4,7 +4,6 @@
 // ratio is flodl / PyTorch (below 1 means flodl is faster).
 //   pnpm bench:dispatch [--iterations N] [--python /usr/bin/python3]
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -69,13 +68,11 @@ for (const [name, fn] of Object.entries(cases)) {
 }
 
 let reference = null;
-if (existsSync(python)) {
-  const run = spawnSync(python, [join(here, 'dispatch.py'), String(iterations)], { encoding: 'utf8' });
-  if (run.status === 0) reference = JSON.parse(run.stdout.trim().split('\n').pop());
-  else console.error(`[bench] PyTorch reference failed: ${run.stderr.trim().split('\n').pop()}`);
-} else {
-  console.error(`[bench] ${python} not found: install python3-torch for the PyTorch column`);
-}
+const run = spawnSync(python, [join(here, 'dispatch.py'), String(iterations)], { encoding: 'utf8' });
+if (run.status === 0) reference = JSON.parse(run.stdout.trim().split('\n').pop());
+else if (run.error)
+  console.error(`[bench] ${python} could not start: install python3-torch for the PyTorch column`);
+else console.error(`[bench] PyTorch reference failed: ${run.stderr.trim().split('\n').pop()}`);
 
 const info = flodl.buildInfo();
 console.log(

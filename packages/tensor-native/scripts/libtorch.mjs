@@ -16,10 +16,13 @@ const FIX = [
 ].join('\n');
 
 function readVersion(includeDir) {
-  const header = join(includeDir, 'torch', 'csrc', 'api', 'include', 'torch', 'version.h');
-  if (!existsSync(header)) return 'unknown';
+  const header = [
+    join(includeDir, 'torch', 'csrc', 'api', 'include', 'torch', 'version.h'),
+    join(includeDir, 'torch', 'version.h'),
+  ].find((path) => existsSync(path));
+  if (header === undefined) return 'unknown';
   const text = readFileSync(header, 'utf8');
-  const part = (name) => text.match(new RegExp(`#define TORCH_VERSION_${name} (\\d+)`))?.[1] ?? '?';
+  const part = (name) => text.match(new RegExp(`#define\\s+TORCH_VERSION_${name}\\s+(\\d+)`))?.[1] ?? '?';
   return `${part('MAJOR')}.${part('MINOR')}.${part('PATCH')}`;
 }
 
@@ -90,13 +93,15 @@ function fromPython() {
     { encoding: 'utf8' },
   );
   if (probe.status !== 0) return null;
-  const [root, abi] = probe.stdout.trim().split('\n');
+  const [root, abi, version] = probe.stdout.trim().split('\n');
   if (!root) return null;
   const includeDir = join(root, 'include');
   const libDir = join(root, 'lib');
   if (!existsSync(join(includeDir, 'ATen', 'ATen.h')) || !existsSync(join(libDir, 'libtorch_cpu.so')))
     return null;
-  return describe('python3 torch', root, includeDir, libDir, abi === '1');
+  const found = describe('python3 torch', root, includeDir, libDir, abi === '1');
+  if (found.version === 'unknown' || found.version.includes('?')) found.version = version ?? 'unknown';
+  return found;
 }
 
 function fromSystem() {

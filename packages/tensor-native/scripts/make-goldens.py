@@ -40,6 +40,7 @@ The fixture format (JSON, one case per line):
 import json
 import math
 import os
+import warnings
 
 import torch
 import torch.nn.functional as F
@@ -218,8 +219,9 @@ def default_tolerance(result):
 # ---------------------------------------------------------------------------------------
 # Inputs
 
-def literal(data, dtype='float32', shape=None):
-    tensor = torch.tensor(data, dtype=DTYPES[dtype])
+def literal(data, dtype=None, shape=None):
+    """A tensor from literal data; the dtype is inferred like torch.tensor unless given."""
+    tensor = torch.tensor(data, dtype=None if dtype is None else DTYPES[dtype])
     return Input(tensor if shape is None else tensor.reshape(shape))
 
 
@@ -1211,6 +1213,181 @@ def inplace_cases():
 
 
 # ---------------------------------------------------------------------------------------
+# Corners: dtype promotion of unary ops, odd shapes, and PyTorch's quirks
+
+def corner_cases():
+    group('creation')
+    function('arange 0 to 0.3 by 0.1', 'arange', [0, 0.3, 0.1], lambda start, end, step: torch.arange(start, end, step))
+    function('linspace int64', 'linspace', [0, 10, 5, {'dtype': 'int64'}], lambda start, end, steps, options: torch.linspace(start, end, steps, dtype=options_dtype(options)))
+    function('linspace zero steps', 'linspace', [0, 1, 0], lambda start, end, steps: torch.linspace(start, end, steps))
+    function('eye 0', 'eye', [0], lambda n: torch.eye(n))
+    function('full float value with int32 dtype', 'full', [[3], 2.7, {'dtype': 'int32'}], lambda shape, value, options: torch.full(shape, value, dtype=options_dtype(options)))
+
+    group('elementwise')
+    same('sigmoid int64 promotes', 'sigmoid', literal([-2, 0, 3]))
+    same('sin int32 promotes', 'sin', literal([0, 1, 2], 'int32'))
+    same('reciprocal int64 promotes', 'reciprocal', literal([1, 2, 4]))
+    same('log bool promotes', 'log', literal([True, False], 'bool'))
+    same('floor int64 is identity', 'floor', literal([-3, 0, 4]))
+    same('round int64 is identity', 'round', literal([-3, 0, 4]))
+    same('trunc int64 is identity', 'trunc', literal([-3, 0, 4]))
+    same('square bool gives int64', 'square', literal([True, False], 'bool'))
+    same('abs uint8', 'abs', literal([1, 200], 'uint8'))
+    same('neg uint8 wraps', 'neg', literal([1, 200], 'uint8'))
+    same('sign bool', 'sign', literal([True, False], 'bool'))
+    same('sign float64 special', 'sign', literal([math.nan, -0.0, -3.0, math.inf], 'float64'))
+    method('clamp min above max gives max', 'clamp', literal([0.0, 5.0, -3.0]), [1, -1], lambda tensor, low, high: torch.clamp(tensor, low, high))
+    method('clamp uint8 with negative min', 'clamp', literal([0, 5, 200], 'uint8'), [-1, 100], lambda tensor, low, high: torch.clamp(tensor, low, high))
+    method('clamp float64', 'clamp', normal([5], dtype='float64', decimals=6), [-0.3, 0.4], lambda tensor, low, high: torch.clamp(tensor, low, high))
+    method('softplus float64 beta 0.5', 'softplus', normal([5], dtype='float64', decimals=6), [0.5], lambda tensor, beta: F.softplus(tensor, beta))
+    method('round half to even decimals 1', 'round', literal([0.25, 0.35, -0.25, 1.25], 'float64'), [1], lambda tensor, decimals: torch.round(tensor, decimals=decimals))
+
+    group('binary')
+    same('atan2 int64 promotes', 'atan2', literal([1, 2, -3]), [literal([3, -4, 5])])
+    same('maximum int64 and float32 promote', 'maximum', literal([1, 5, -2]), [literal([1.5, 2.0, -2.5])])
+    same('minimum bool', 'minimum', literal([True, False, True], 'bool'), [literal([True, True, False], 'bool')])
+    same('pow bool gives int64', 'pow', literal([True, False], 'bool'), [2])
+    same('remainder uint8 scalar', 'remainder', literal([7, 200, 9], 'uint8'), [3])
+    same('fmod float by zero is nan', 'fmod', literal([1.0, -2.0]), [0])
+    same('remainder float by zero is nan', 'remainder', literal([1.0, -2.0]), [literal([0.0, 0.0])])
+    method('lerp float64', 'lerp', normal([4], dtype='float64', decimals=6), [normal([4], dtype='float64', decimals=6), 0.125], lambda x, y, weight: torch.lerp(x, y, weight))
+    same('mul int64 by bool tensor', 'mul', integers([4]), [literal([True, False, True, False], 'bool')])
+    same('div bool by bool', 'div', literal([True, True], 'bool'), [literal([True, True], 'bool')])
+
+    group('comparison')
+    same('ge bool vs int scalar', 'ge', literal([True, False], 'bool'), [1])
+    same('lt float64 vs float32', 'lt', literal([0.1, 0.2], 'float64'), [literal([0.1, 0.3])])
+    same('eq inf', 'eq', literal([math.inf, -math.inf, 1.0]), [literal([math.inf, math.inf, 1.0])])
+
+    group('logical')
+    same('logicalNot uint8', 'logicalNot', literal([0, 2], 'uint8'), torch_name='logical_not')
+    same('logicalAnd float and bool', 'logicalAnd', literal([0.5, 0.0, 2.0]), [literal([True, True, False], 'bool')], torch_name='logical_and')
+
+    group('where')
+    function('function int64 with float scalar promotes', 'where', [literal([True, False], 'bool'), literal([1, 2]), 0.5], lambda cond, a, b: torch.where(cond, a, b))
+    function('function uint8 condition', 'where', [literal([True, False, True], 'bool'), literal([1, 2, 3], 'uint8'), literal([9, 9, 9], 'uint8')], lambda cond, a, b: torch.where(cond, a, b))
+    function('function float64 and float32 promote', 'where', [literal([True, False], 'bool'), literal([1.5, 2.5], 'float64'), literal([0.5, 0.25])], lambda cond, a, b: torch.where(cond, a, b))
+
+    group('reduction')
+    method('mean float16', 'mean', eighths([6], 'float16'), [], lambda tensor: tensor.mean())
+    method('sum bfloat16 dim', 'sum', eighths([2, 4], 'bfloat16'), [1], lambda tensor, dim: tensor.sum(dim))
+    method('max float16 dim', 'max', eighths([2, 4], 'float16'), [1], lambda tensor, dim: tensor.max(dim))
+    method('amax with nan', 'amax', literal([[1.0, math.nan], [2.0, 3.0]]), [1], lambda tensor, dim: tensor.amax(dim))
+    method('min bool all', 'min', literal([True, False, True], 'bool'), [], lambda tensor: tensor.min())
+    method('logsumexp int64 promotes', 'logsumexp', literal([[1, 2], [3, 4]]), [1], lambda tensor, dim: tensor.logsumexp(dim))
+    method('softmax int64 with dtype float32', 'softmax', literal([1, 2, 3]), [0, {'dtype': 'float32'}], lambda tensor, dim, options: torch.softmax(tensor, dim, dtype=options_dtype(options)))
+    method('cumsum int64 with dtype float32', 'cumsum', literal([1, 2, 3]), [0, {'dtype': 'float32'}], lambda tensor, dim, options: tensor.cumsum(dim, dtype=options_dtype(options)))
+    method('cumprod bool gives int64', 'cumprod', literal([True, True, False, True], 'bool'), [0], lambda tensor, dim: tensor.cumprod(dim))
+    method('norm p=0.5', 'norm', literal([1.0, 4.0, 9.0]), [0.5], lambda tensor, p: torch.linalg.vector_norm(tensor, p))
+    method('std float64 dims [0,1] biased keepdim', 'std', normal([2, 3, 2], dtype='float64', decimals=6), [[0, 1], False, True],
+           lambda tensor, dims, unbiased, keep: tensor.std(dims, unbiased=unbiased, keepdim=keep))
+    method('countNonzero empty', 'countNonzero', literal([], 'float32'), [], lambda tensor: torch.count_nonzero(tensor))
+    method('sum of expanded input', 'sum', normal([1, 4]).then('expand', [3, 4]), [0], lambda tensor, dim: tensor.sum(dim))
+    method('argmax of stepped input', 'argmax', stepped([3, 4], 1), [1], lambda tensor, dim: tensor.argmax(dim))
+
+    group('linalg')
+    same('matmul 1-d @ batched', 'matmul', normal([4]), [normal([2, 4, 3])])
+    same('matmul int32', 'matmul', integers([2, 2], dtype='int32'), [integers([2, 2], dtype='int32')])
+    same('mm bfloat16', 'mm', eighths([2, 3], 'bfloat16', -2.0, 2.0), [eighths([3, 2], 'bfloat16', -2.0, 2.0)])
+    same('dot float64', 'dot', normal([4], dtype='float64', decimals=6), [normal([4], dtype='float64', decimals=6)])
+    same('trace 1x1', 'trace', literal([[2.5]]))
+    method('addmm int64 beta alpha', 'addmm', integers([2, 2]), [integers([2, 3]), integers([3, 2]), {'beta': 2, 'alpha': 3}],
+           lambda tensor, m1, m2, options: torch.addmm(tensor, m1, m2, beta=options['beta'], alpha=options['alpha']))
+    function('einsum ellipsis transpose', 'einsum', ['...ij->...ji', normal([2, 2, 3])], lambda equation, *operands: torch.einsum(equation, *operands))
+
+    group('shape')
+    method('broadcastTo with -1', 'broadcastTo', normal([2, 1]), [[3, -1, 4]], lambda tensor, shape: torch.broadcast_to(tensor, shape))
+    method('reshape empty', 'reshape', Input(torch.zeros(0, 3)), [3, 0], lambda tensor, *shape: tensor.reshape(*shape))
+    method('squeeze 0-dim', 'squeeze', literal(4.0), [], lambda tensor: tensor.squeeze())
+    method('flatten start equals end', 'flatten', x3_input(), [1, 1], lambda tensor, start, end: tensor.flatten(start, end))
+    method('movedim negative lists', 'movedim', x3_input(), [[-1, -3], [0, 1]], lambda tensor, source, destination: tensor.movedim(source, destination))
+    method('permute 4-d', 'permute', normal([2, 1, 3, 2]), [3, 1, 0, 2], lambda tensor, *dims: tensor.permute(*dims))
+    method('to same dtype', 'to', normal([3]), ['float32'], lambda tensor, dtype: tensor.to(DTYPES[dtype]))
+
+    group('slicing')
+    method('slice step beyond size', 'slice', normal([5]), [0, 1, None, 10], lambda tensor, dim, start, end, step: tensor[start:end:step])
+    method('narrow full length', 'narrow', normal([3, 2]), [0, 0, 3], lambda tensor, dim, start, length: tensor.narrow(dim, start, length))
+
+    group('indexing')
+    method('maskedFill float value into int64', 'maskedFill', literal([1, 2, 3]), [literal([True, False, True], 'bool'), 2.5], lambda tensor, mask, value: tensor.masked_fill(mask, value))
+    method('nonzero 0-dim', 'nonzero', literal(3.0), [], lambda tensor: tensor.nonzero())
+    method('index with int64 on transposed source', 'index', transposed([4, 5]), [[literal([0, 3]), literal([1, 1])]], lambda tensor, indices: tensor[tuple(indices)])
+    method('gather from transposed source', 'gather', transposed([3, 4]), [1, literal([[0, 3], [1, 1], [2, 0]])], lambda tensor, dim, index: tensor.gather(dim, index))
+    method('scatter into transposed self', 'scatter', transposed([2, 3]), [1, literal([[0, 2], [1, 0]]), normal([2, 2])], lambda tensor, dim, index, src: tensor.scatter(dim, index, src))
+    method('maskedSelect bool', 'maskedSelect', literal([True, False, True], 'bool'), [literal([True, True, False], 'bool')], lambda tensor, mask: tensor.masked_select(mask))
+
+    group('joining')
+    function('cat with an empty tensor', 'cat', [[Input(torch.zeros(0, 3)), normal([2, 3])]], lambda tensors: torch.cat(tensors))
+    function('cat float16', 'cat', [[eighths([2], 'float16'), eighths([1], 'float16')]], lambda tensors: torch.cat(tensors))
+    function('stack int32 dim 1', 'stack', [[literal([1, 2], 'int32'), literal([3, 4], 'int32')], 1], lambda tensors, dim: torch.stack(tensors, dim))
+
+    group('splitting')
+    method('chunk 1', 'chunk', normal([3]), [1], lambda tensor, chunks: tensor.chunk(chunks))
+    method('split size larger than dim', 'split', normal([3, 2]), [5], lambda tensor, size: tensor.split(size))
+    method('unbind 0-size dim', 'unbind', Input(torch.zeros(2, 0)), [1], lambda tensor, dim: tensor.unbind(dim))
+
+    group('tiling')
+    method('repeat zero times', 'repeat', literal([1.0, 2.0]), [0], lambda tensor, *sizes: tensor.repeat(*sizes))
+    method('repeatInterleave zero', 'repeatInterleave', literal([1, 2]), [0], lambda tensor, repeats: tensor.repeat_interleave(repeats))
+    method('repeatInterleave 0-dim', 'repeatInterleave', literal(5), [3], lambda tensor, repeats: tensor.repeat_interleave(repeats))
+    method('flip bool', 'flip', literal([True, False, False], 'bool'), [0], lambda tensor, dim: tensor.flip([dim]))
+    method('roll flattened shape kept', 'roll', normal([2, 3]), [[1], [1]], lambda tensor, shifts, dims: tensor.roll(shifts, dims))
+
+    group('sorting')
+    method('sort float16', 'sort', eighths([5], 'float16'), [], lambda tensor: tensor.sort())
+    method('sort descending stable with nan', 'sort', literal([1.0, math.nan, 3.0, 1.0, math.nan]), [0, True, {'stable': True}],
+           lambda tensor, dim, descending, options: torch.sort(tensor, dim=dim, descending=descending, stable=True))
+    method('sort int64 stable ascending dim 0', 'sort', literal([[2, 1], [1, 1], [2, 0]]), [0, False, {'stable': True}],
+           lambda tensor, dim, descending, options: torch.sort(tensor, dim=dim, descending=descending, stable=True))
+    method('topk float64 smallest', 'topk', normal([6], dtype='float64', decimals=6), [2, -1, False], lambda tensor, k, dim, largest: tensor.topk(k, dim, largest))
+
+    group('triangles')
+    same('triu bool', 'triu', Input(torch.ones(3, 3, dtype=torch.bool)))
+    same('tril diagonal beyond size', 'tril', normal([3, 3]), [5])
+    same('diag of transposed matrix', 'diag', transposed([3, 3]))
+
+    group('inplace')
+    inplace('add_ bool into float32', 'add_', normal([2]), [literal([True, False], 'bool')], lambda tensor, other: tensor.add_(other))
+    inplace('copy_ from 0-dim', 'copy_', normal([2, 2]), [literal(7.5)], lambda tensor, src: tensor.copy_(src))
+    inplace('copy_ float64 into float16', 'copy_', eighths([3], 'float16'), [literal([0.1, 1000.7, -3.3], 'float64')], lambda tensor, src: tensor.copy_(src))
+    inplace('mul_ float16 by scalar', 'mul_', eighths([3], 'float16'), [0.5], lambda tensor, other: tensor.mul_(other))
+    inplace('div_ int64 tensor into float32', 'div_', normal([3]), [literal([2, -4, 8])], lambda tensor, other: tensor.div_(other))
+    inplace('sub_ uint8 scalar wraps', 'sub_', literal([1, 5, 255], 'uint8'), [3], lambda tensor, other: tensor.sub_(other))
+    inplace('sub_ float32 scalar with alpha 0.1', 'sub_', normal([3]), [0.3, 0.1], lambda tensor, other, alpha: tensor.sub_(other, alpha=alpha))
+    inplace('clamp_ float64', 'clamp_', normal([4], dtype='float64', decimals=6), [-0.25, 0.25], lambda tensor, low, high: tensor.clamp_(low, high))
+    inplace('fill_ float16', 'fill_', eighths([3], 'float16'), [0.1], lambda tensor, value: tensor.fill_(value))
+    inplace('maskedFill_ on transposed view', 'maskedFill_', transposed([2, 3]), [literal([[True, False, True], [False, True, False]], 'bool'), 0], lambda tensor, mask, value: tensor.masked_fill_(mask, value))
+    inplace('lerp_ float64 weight 0.5', 'lerp_', normal([3], dtype='float64', decimals=6), [normal([3], dtype='float64', decimals=6), 0.5], lambda tensor, end, weight: tensor.lerp_(end, weight))
+    inplace('addcdiv_ float64', 'addcdiv_', normal([3], dtype='float64', decimals=6), [normal([3], dtype='float64', decimals=6), uniform([3], 0.5, 2.0, dtype='float64', decimals=6), 0.3],
+            lambda tensor, t1, t2, value: tensor.addcdiv_(t1, t2, value=value))
+
+    group('toString')
+    string('integer-valued floats with a wide range', literal([1.0, 2000.0]))
+    string('negative zero integer-valued', literal([-0.0, 1.0]))
+    string('negative zero with decimals', literal([-0.0, 1.5]))
+    string('ties round half to even', literal([0.03125, 2.5]))
+    string('scientific ties round half to even', literal([1e-5, 149.625]))
+    string('all zeros', literal([0.0, 0.0]))
+    string('mixed signs pad to the widest', literal([2.5, -3.5, 0.125]))
+    string('0-dim scientific', literal(1e-5))
+    string('0-dim nan', literal(math.nan))
+    string('nan only', literal([math.nan]))
+    string('integer-valued 1e8 boundary', literal([1e8, 1.0]))
+    string('large non-integer', literal([123456789.0, 1.0]))
+    string('small value forces scientific', literal([0.00012345, 0.5]))
+    string('1e-4 with 0.5 is a wide range', literal([1e-4, 0.5]))
+    string('large with a fraction', literal([100000.5, 1.5]))
+    string('empty bool', literal([], 'bool'))
+    string('empty int32 2-d', Input(torch.zeros(0, 3, dtype=torch.int32)))
+    string('empty 3-d', Input(torch.zeros(2, 0, 3)))
+    string('transposed 2-d view', transposed([2, 3], decimals=4))
+    string('stepped int64 view', Input(torch.arange(12).reshape(3, 4)).then('slice', 1, 0, None, 2))
+
+
+def x3_input():
+    return normal([2, 3, 4])
+
+# ---------------------------------------------------------------------------------------
 # Printing
 
 def string_cases():
@@ -1279,6 +1456,7 @@ def write_fixtures():
     shape_cases()
     inplace_cases()
     string_cases()
+    corner_cases()
     random_cases()
 
     def dump(value):
@@ -1299,5 +1477,6 @@ def write_fixtures():
 
 
 if __name__ == '__main__':
+    warnings.filterwarnings('ignore', message='scatter_reduce')
     torch.set_num_threads(1)
     write_fixtures()

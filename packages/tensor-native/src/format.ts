@@ -23,31 +23,54 @@ function makeFormatter(values: Cell[], kind: 'bool' | 'int' | 'float'): Formatte
   const intMode = finite.every((value) => Number.isInteger(value));
   const largest = magnitudes.length > 0 ? Math.max(...magnitudes) : 0;
   const smallest = magnitudes.length > 0 ? Math.min(...magnitudes) : 0;
-  const special = (value: number): string | null =>
-    Number.isNaN(value) ? 'nan' : value === Infinity ? 'inf' : value === -Infinity ? '-inf' : null;
-  if (intMode) {
-    const scientific = largest > 1e8;
-    return finish(
-      values,
-      (value) =>
-        special(value as number) ??
-        (scientific ? exponential(value as number) : `${(value as number).toFixed(0)}.`),
-    );
-  }
-  const scientific = magnitudes.length > 0 && (largest / smallest > 1000 || largest > 1e8 || smallest < 1e-4);
-  return finish(
-    values,
-    (value) =>
-      special(value as number) ??
-      (scientific ? exponential(value as number) : (value as number).toFixed(PRECISION)),
-  );
+  const wide = magnitudes.length > 0 && (largest / smallest > 1000 || largest > 1e8);
+  const scientific = intMode ? wide : wide || (magnitudes.length > 0 && smallest < 1e-4);
+  const format = (value: number): string =>
+    scientific ? exponential(value) : intMode ? `${fixed(value, 0)}.` : fixed(value, PRECISION);
+  // Like PyTorch, the column width comes from the non-zero finite values: nan, inf and 0 do not widen it.
+  const width = Math.max(1, ...finite.filter((value) => value !== 0).map((value) => format(value).length));
+  return {
+    width,
+    format: (value) => {
+      const number = value as number;
+      const special = Number.isNaN(number)
+        ? 'nan'
+        : number === Infinity
+          ? 'inf'
+          : number === -Infinity
+            ? '-inf'
+            : null;
+      return (special ?? format(number)).padStart(width);
+    },
+  };
+}
+
+/** `value` with `places` decimals, rounding exact ties to even as Python does; keeps -0's sign. */
+function fixed(value: number, places: number): string {
+  const text = roundHalfEven(value.toFixed(places), value.toFixed(Math.min(100, places + 60)), places);
+  return Object.is(value, -0) || (value < 0 && !text.startsWith('-')) ? `-${text}` : text;
 }
 
 function exponential(value: number): string {
-  const [mantissa, exponent] = value.toExponential(PRECISION).split('e');
-  const sign = exponent!.startsWith('-') ? '-' : '+';
-  const digits = exponent!.replace(/^[+-]/, '').padStart(2, '0');
-  return `${mantissa}e${sign}${digits}`;
+  let [mantissa, exponent] = value.toExponential(PRECISION).split('e') as [string, string];
+  const [exactMantissa, exactExponent] = value.toExponential(PRECISION + 60).split('e') as [string, string];
+  if (exactExponent === exponent) mantissa = roundHalfEven(mantissa, exactMantissa, PRECISION);
+  const sign = exponent.startsWith('-') ? '-' : '+';
+  const digits = exponent.replace(/^[+-]/, '').padStart(2, '0');
+  return `${Object.is(value, -0) ? '-' : ''}${mantissa}e${sign}${digits}`;
+}
+
+/**
+ * JS rounds exact ties away from zero; Python (and so PyTorch's printing) rounds them to
+ * even. `rounded` has `places` decimals; `exact` is the same number with many more.
+ */
+function roundHalfEven(rounded: string, exact: string, places: number): string {
+  const point = exact.indexOf('.');
+  if (point < 0) return rounded;
+  if (!/^50*$/.test(exact.slice(point + 1 + places))) return rounded;
+  const truncated = exact.slice(0, point + 1 + places).replace(/\.$/, '');
+  const lastDigit = Number(truncated[truncated.length - 1]);
+  return lastDigit % 2 === 0 ? truncated : rounded;
 }
 
 function finish(values: Cell[], format: (value: Cell) => string): Formatter {
@@ -85,7 +108,7 @@ function render(layout: Layout, formatter: Formatter, dim: number, offset: numbe
   const items = shownIndices(shape[dim]!, layout.summarize);
   if (dim === shape.length - 1) {
     const cells = items.map((k) =>
-      k === null ? '...' : formatter.format(layout.read(offset + k * layout.strides[dim]!)),
+      k === null ? ' ...' : formatter.format(layout.read(offset + k * layout.strides[dim]!)),
     );
     const perLine = Math.max(1, Math.floor((LINE_WIDTH - indent) / (formatter.width + 2)));
     const lines: string[] = [];
@@ -109,7 +132,8 @@ export function formatTensor(tensor: Tensor): string {
   if (device !== 'cpu') suffixes.push(`device='${device}'`);
   const numel = shape.reduce((product, size) => product * size, 1);
   if (numel === 0 && shape.length > 1) suffixes.unshift(`size=(${shape.join(', ')})`);
-  if (!IMPLICIT_DTYPES.has(dtype)) suffixes.push(`dtype=torch.${dtype}`);
+  // An empty tensor shows every dtype but PyTorch's default.
+  if (numel === 0 ? dtype !== 'float32' : !IMPLICIT_DTYPES.has(dtype)) suffixes.push(`dtype=torch.${dtype}`);
   if ((tensor as unknown as { requiresGrad?: boolean }).requiresGrad === true)
     suffixes.push('requires_grad=True');
   const tail = suffixes.length > 0 ? `, ${suffixes.join(', ')}` : '';

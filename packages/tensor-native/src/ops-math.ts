@@ -1,6 +1,8 @@
 // Element-wise math, activations, comparisons and logical ops on Tensor.
+import type { DType } from './dtype.js';
 import { invalidArgument } from './errors.js';
 import { native } from './internal/binding.js';
+import { dtypeCode } from './internal/codes.js';
 import { diagnose } from './internal/diagnose.js';
 import { arithmeticMethod, call, unaryMethod } from './internal/methods.js';
 import { checkInt, checkOneOf, checkScalar } from './internal/validate.js';
@@ -277,12 +279,24 @@ proto.where = function where(this: Tensor, condition: Tensor, other: Operand): T
   return whereOf(condition, this, other);
 };
 
+function defaultDtypeOf(a: Operand, b: Operand): DType {
+  if (typeof a === 'boolean' && typeof b === 'boolean') return 'bool';
+  if (Number.isInteger(a) && Number.isInteger(b) && typeof a === 'number' && typeof b === 'number')
+    return 'int64';
+  return 'float32';
+}
+
 /** Element-wise choice: `input` where `condition` holds, else `other`. PyTorch: `torch.where`. */
 export function whereOf(condition: Tensor, input: Operand, other: Operand): Tensor {
   const scratch: Tensor[] = [];
+  // One number beside a tensor promotes like a Python number (a wrapped scalar); two numbers
+  // take PyTorch's default dtypes (float32, int64, bool), as torch.where(c, 1.5, -0.5) does.
+  const bothNumbers = !(input instanceof Tensor) && !(other instanceof Tensor);
   const asTensor = (value: Operand, name: string): Tensor => {
     if (value instanceof Tensor) return value;
-    const wrapped = new Tensor(native.scalarTensor(checkScalar('where', name, value), undefined));
+    const scalar = checkScalar('where', name, value);
+    const dtype = bothNumbers ? dtypeCode(defaultDtypeOf(input, other)) : undefined;
+    const wrapped = new Tensor(native.scalarTensor(scalar, dtype));
     scratch.push(wrapped);
     return wrapped;
   };

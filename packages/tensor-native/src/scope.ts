@@ -107,19 +107,20 @@ export function tidy<T>(nameOrFn: string | (() => T), maybeFn?: () => T): T {
   }
   const handle = beginScope(typeof nameOrFn === 'string' ? nameOrFn : undefined);
   let result: T;
+  let survivors: Disposable[];
   try {
     result = fn();
+    if (result instanceof Promise) {
+      throw new FlodlError('ERR_SCOPE', 'tidy cannot follow async functions; use beginScope()/endScope()', {
+        op: 'tidy',
+      });
+    }
+    survivors = collectTensors(result);
   } catch (error) {
     endScope(handle);
     throw error;
   }
-  if (result instanceof Promise) {
-    endScope(handle);
-    throw new FlodlError('ERR_SCOPE', 'tidy cannot follow async functions; use beginScope()/endScope()', {
-      op: 'tidy',
-    });
-  }
-  endScope(handle, collectTensors(result));
+  endScope(handle, survivors);
   return result;
 }
 
@@ -136,9 +137,19 @@ export function scopeDepth(): number {
 
 function collectTensors(value: unknown, found: Disposable[] = [], depth = 0): Disposable[] {
   if (value === null || typeof value !== 'object' || depth > 8) return found;
-  if (typeof (value as Disposable)._h === 'number' && '_kept' in (value as object)) {
+  // Proxies and getters may throw on a read: such values hold no tensors we can see.
+  try {
+    visit(value, found, depth);
+  } catch {
+    // nothing to keep from this value
+  }
+  return found;
+}
+
+function visit(value: object, found: Disposable[], depth: number): void {
+  if (typeof (value as Disposable)._h === 'number' && '_kept' in value) {
     found.push(value as Disposable);
-    return found;
+    return;
   }
   if (Array.isArray(value)) {
     for (const item of value) collectTensors(item, found, depth + 1);
@@ -150,5 +161,4 @@ function collectTensors(value: unknown, found: Disposable[] = [], depth = 0): Di
     // Containers (Variables, batches) expose their tensors for scopes to see.
     collectTensors((value as { tensors(): unknown }).tensors(), found, depth + 1);
   }
-  return found;
 }

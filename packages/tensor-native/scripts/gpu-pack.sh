@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Prepares .device/ (git-ignored) for a GPU machine that has PyTorch, a compiler and CUDA but
+# no Node.js and no network: a compressed copy of this Node, its N-API headers, and the
+# node-addon-api headers. The GPU side is scripts/gpu-run.sh.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../../.." && pwd)"
+out="$root/.device"
+mkdir -p "$out/node-include" "$out/napi"
+node_bin="$(command -v node)"
+[ -f "$out/node.xz" ] && [ "$out/node.xz" -nt "$node_bin" ] || xz -T2 -6 -c "$node_bin" > "$out/node.xz"
+node_include="$(dirname "$(dirname "$node_bin")")/include/node"
+cp "$node_include"/{node_api.h,node_api_types.h,js_native_api.h,js_native_api_types.h} "$out/node-include/"
+napi="$(cd "$root/packages/tensor-native" && node -p "require('node:path').dirname(require.resolve('node-addon-api/package.json'))")"
+cp "$napi"/napi.h "$napi"/napi-inl.h "$napi"/napi-inl.deprecated.h "$out/napi/"
+(cd "$root" && node scripts/pnpm.mjs --filter @flodl/tensor-native exec tsup > /dev/null)
+du -sh "$out" "$root/packages/tensor-native/dist"

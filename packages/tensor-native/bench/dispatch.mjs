@@ -74,6 +74,39 @@ else if (run.error)
   console.error(`[bench] ${python} could not start: install python3-torch for the PyTorch column`);
 else console.error(`[bench] PyTorch reference failed: ${run.stderr.trim().split('\n').pop()}`);
 
+// The C++ floor: the same ops from a C++ loop on the same libtorch (built here when g++ is present).
+let floor = null;
+try {
+  const { findLibtorch, gypField } = await import(join(here, '..', 'scripts', 'libtorch.mjs'));
+  const config = findLibtorch();
+  const binary = join(here, '..', 'build', 'dispatch-floor');
+  const flags = [
+    '-std=c++17',
+    '-O2',
+    ...gypField(config, 'includes')
+      .split(' ')
+      .map((dir) => `-I${dir}`),
+    ...gypField(config, 'defines')
+      .split(' ')
+      .map((define) => `-D${define}`),
+  ];
+  const build = spawnSync(
+    'g++',
+    [...flags, join(here, 'floor.cc'), '-o', binary, ...gypField(config, 'ldflags').split(' ')],
+    {
+      encoding: 'utf8',
+    },
+  );
+  if (build.status === 0) {
+    const run = spawnSync(binary, [String(iterations)], { encoding: 'utf8' });
+    if (run.status === 0) floor = JSON.parse(run.stdout);
+  } else {
+    console.error(`[bench] C++ floor not built: ${(build.stderr ?? '').split('\n')[0]}`);
+  }
+} catch (error) {
+  console.error(`[bench] C++ floor skipped: ${error instanceof Error ? error.message : error}`);
+}
+
 const info = flodl.buildInfo();
 console.log(
   `dispatch overhead, ${iterations} iterations, 1 thread; flodl on libtorch ${info.torchVersion}` +
@@ -84,8 +117,10 @@ const header = [
   'flodl scoped ns',
   'flodl dispose ns',
   'pytorch ns',
+  'C++ floor ns',
   'ratio (scoped)',
   'ratio (dispose)',
+  'floor/pytorch',
 ];
 const rows = Object.entries(ours).map(([name, value]) => {
   const py = reference?.results[name];
@@ -94,8 +129,10 @@ const rows = Object.entries(ours).map(([name, value]) => {
     value.scoped.toFixed(0),
     value.disposed.toFixed(0),
     py ? py.toFixed(0) : '-',
+    floor?.[name] ? floor[name].toFixed(0) : '-',
     py ? (value.scoped / py).toFixed(2) : '-',
     py ? (value.disposed / py).toFixed(2) : '-',
+    py && floor?.[name] ? (floor[name] / py).toFixed(2) : '-',
   ];
 });
 const widths = header.map((title, k) => Math.max(title.length, ...rows.map((row) => row[k].length)));
@@ -104,6 +141,10 @@ const line = (cells) =>
 console.log(line(header));
 for (const row of rows) console.log(line(row));
 if (reference) {
-  const worst = Math.max(...rows.map((row) => Number(row[4])));
+  const worst = Math.max(...rows.map((row) => Number(row[5])));
   console.log(`worst ratio (scoped): ${worst.toFixed(2)} (target <= 0.70)`);
+  console.log('scoped: results freed by tidy() every 100 ops; dispose: each result disposed at once.');
+  console.log(
+    'floor/pytorch: what the same libtorch call costs from C++ alone, relative to Python; no binding can go below it.',
+  );
 }

@@ -40,6 +40,20 @@ bool AddonState::release(double handle) {
   return true;
 }
 
+bool AddonState::retire(double handle) {
+  const int64_t bytes = tensors_.retire(handle);
+  if (bytes < 0) return false;
+  if (bytes != 0) reportExternal(-bytes);
+  return true;
+}
+
+bool AddonState::reclaim(double handle) {
+  const int64_t bytes = tensors_.reclaim(handle);
+  if (bytes < 0) return false;
+  if (bytes != 0) reportExternal(-bytes);
+  return true;
+}
+
 void AddonState::reportExternal(int64_t delta) {
   pendingExternal_ += delta;
   if (pendingExternal_ >= kExternalReportBatch || pendingExternal_ <= -kExternalReportBatch) {

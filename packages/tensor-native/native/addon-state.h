@@ -25,6 +25,9 @@ class AddonState {
   double adoptHandle(at::Tensor tensor);
   // Releases a handle; false when it was already released.
   bool release(double handle);
+  // See TensorTable::retire / reclaim.
+  bool retire(double handle);
+  bool reclaim(double handle);
 
   // The JS function (code, op, message) -> Error that makes FlodlError instances.
   void setErrorFactory(Napi::Function factory) { errorFactory_ = Napi::Persistent(factory); }

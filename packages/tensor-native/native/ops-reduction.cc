@@ -2,22 +2,21 @@
 #include <ATen/ATen.h>
 
 #include "call.h"
-#include "fast-path.h"
 
 namespace flodl {
 namespace {
 
 // sum(t, dims?, keepdim, dtype?)
+// Reductions keep the full dispatch: measured, skipping the autograd layer makes them slower
+// (their composite kernels re-dispatch inside), unlike views and element-wise ops.
 FLODL_OP(sum) {
   const at::Tensor& x = c.tensor(0);
-  BelowAutogradIf skip(!needsAutograd(x));
   const auto dtype = c.optionalDtype(3);
   if (c.isAbsent(1)) return c.result(at::sum(x, dtype));
   return c.result(at::sum(x, c.integers(1), c.flag(2), dtype));
 }
 FLODL_OP(mean) {
   const at::Tensor& x = c.tensor(0);
-  BelowAutogradIf skip(!needsAutograd(x));
   const auto dtype = c.optionalDtype(3);
   if (c.isAbsent(1)) return c.result(at::mean(x, dtype));
   return c.result(at::mean(x, c.integers(1), c.flag(2), dtype));

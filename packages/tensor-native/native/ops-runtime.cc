@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 #include <torch/version.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "call.h"
@@ -30,12 +31,37 @@ FLODL_OP(free) {
   return Napi::Boolean::New(c.env, c.state.release(handle));
 }
 
-// freeMany(handles): one call for a whole scope's worth of tensors.
+FLODL_OP(retire) {
+  double handle;
+  if (napi_get_value_double(c.env, c.info[0], &handle) != napi_ok) c.invalid(0, "a handle");
+  return Napi::Boolean::New(c.env, c.state.retire(handle));
+}
+
+FLODL_OP(reclaim) {
+  double handle;
+  if (napi_get_value_double(c.env, c.info[0], &handle) != napi_ok) c.invalid(0, "a handle");
+  return Napi::Boolean::New(c.env, c.state.reclaim(handle));
+}
+
+// freeMany(handles, count): one call for a whole scope's worth of tensors. `handles` is a
+// Float64Array (read in place) or an array of numbers.
 FLODL_OP(freeMany) {
+  uint32_t freed = 0;
+  if (c.length() >= 1 && c.info[0].IsTypedArray()) {
+    Napi::TypedArray array = c.info[0].As<Napi::TypedArray>();
+    if (array.TypedArrayType() != napi_float64_array) c.invalid(0, "a Float64Array of handles");
+    const double* handles = reinterpret_cast<const double*>(
+        static_cast<const uint8_t*>(array.ArrayBuffer().Data()) + array.ByteOffset());
+    const size_t count = c.isAbsent(1) ? array.ElementLength()
+                                        : std::min(array.ElementLength(), static_cast<size_t>(c.integer(1)));
+    for (size_t k = 0; k < count; ++k) {
+      if (c.state.release(handles[k])) ++freed;
+    }
+    return Napi::Number::New(c.env, freed);
+  }
   if (c.length() < 1 || !c.info[0].IsArray()) c.invalid(0, "an array of handles");
   Napi::Array handles = c.info[0].As<Napi::Array>();
   const uint32_t count = handles.Length();
-  uint32_t freed = 0;
   for (uint32_t k = 0; k < count; ++k) {
     double handle;
     if (napi_get_value_double(c.env, handles.Get(k), &handle) == napi_ok && c.state.release(handle)) ++freed;
@@ -298,6 +324,8 @@ void registerRuntimeOps(Registry& r) {
   FLODL_REGISTER(r, setErrorFactory);
   FLODL_REGISTER(r, free);
   FLODL_REGISTER(r, freeMany);
+  FLODL_REGISTER(r, retire);
+  FLODL_REGISTER(r, reclaim);
   FLODL_REGISTER(r, isLive);
   FLODL_REGISTER(r, liveCount);
   FLODL_REGISTER(r, shape);

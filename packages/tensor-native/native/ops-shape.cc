@@ -68,12 +68,10 @@ FLODL_OP(select) {
 }
 FLODL_OP(indexSelect) {
   const at::Tensor& x = c.tensor(0);
-  BelowAutogradIf skip(!needsAutograd(x));
   return c.result(at::index_select(x, c.integer(1), c.tensor(2)));
 }
 FLODL_OP(gather) {
   const at::Tensor& x = c.tensor(0);
-  BelowAutogradIf skip(!needsAutograd(x));
   return c.result(at::gather(x, c.integer(1), c.tensor(2)));
 }
 FLODL_OP(scatter) { return c.result(at::scatter(c.tensor(0), c.integer(1), c.tensor(2), c.tensor(3))); }

@@ -63,6 +63,38 @@ class TensorTable {
     return bytes;
   }
 
+  // Frees the tensor of a handle that the JS garbage-collection safety net still watches,
+  // but keeps its slot out of reuse until `reclaim`: the stale handle the safety net holds
+  // can then never name another tensor. Returns the external bytes, or -1.
+  int64_t retire(double handle) {
+    if (find(handle) == nullptr) return -1;
+    Entry& entry = entries_[static_cast<uint64_t>(handle) & kSlotMask];
+    entry.tensor = at::Tensor();
+    entry.live = false;
+    entry.retired = true;
+    --live_;
+    const int64_t bytes = entry.externalBytes;
+    entry.externalBytes = 0;
+    return bytes;
+  }
+
+  // The safety net's callback: frees a still-live handle (its JS object was collected without
+  // dispose) or returns a retired slot to reuse. Returns the external bytes freed, or -1.
+  int64_t reclaim(double handle) {
+    if (!(handle >= 0 && handle < 9007199254740992.0)) return -1;
+    const uint64_t bits = static_cast<uint64_t>(handle);
+    const uint64_t slot = bits & kSlotMask;
+    if (slot >= entries_.size()) return -1;
+    Entry& entry = entries_[slot];
+    if (entry.generation != (bits >> kSlotBits)) return -1;
+    if (entry.live) return erase(handle);
+    if (!entry.retired) return -1;
+    entry.retired = false;
+    entry.generation = (entry.generation + 1) & kGenerationMask;
+    free_.push_back(static_cast<uint32_t>(slot));
+    return 0;
+  }
+
   int64_t live() const { return live_; }
 
  private:
@@ -71,6 +103,7 @@ class TensorTable {
     int64_t externalBytes = 0;
     uint32_t generation = 0;
     bool live = false;
+    bool retired = false;
   };
   std::vector<Entry> entries_;
   std::vector<uint32_t> free_;

@@ -11,12 +11,21 @@ export interface Disposable {
   _h: number;
   /** @internal set by keep() */
   _kept: boolean;
+  /** @internal watched by the garbage-collection safety net */
+  _netted: boolean;
 }
 
+// A tensor dropped without dispose() is freed when its JS object is collected. A disposed
+// netted tensor only "retires" its slot, which this callback later returns to reuse, so the
+// handle held here can never name another tensor.
 const safetyNet = new FinalizationRegistry<number>((handle) => {
-  // A stale handle is harmless: the table refuses handles whose generation moved on.
-  native.free(handle);
+  native.reclaim(handle);
 });
+
+function net(tensor: Disposable): void {
+  tensor._netted = true;
+  safetyNet.register(tensor, tensor._h);
+}
 
 class Scope {
   readonly tracked: Disposable[] = [];
@@ -24,22 +33,25 @@ class Scope {
 }
 
 const stack: Scope[] = [];
+let doomed = new Float64Array(256);
 let current: Scope | null = null;
 
 /** @internal Called for every tensor that is born. */
 export function track(tensor: Disposable): void {
   if (current !== null) current.tracked.push(tensor);
-  else safetyNet.register(tensor, tensor._h, tensor);
+  else net(tensor);
 }
 
-/** @internal Called by dispose(): the safety net must not free a handle slot that moved on. */
-export function untrack(tensor: Disposable): void {
-  safetyNet.unregister(tensor);
+/** @internal Frees a tensor's native side now (dispose). */
+export function release(tensor: Disposable): void {
+  if (tensor._netted) native.retire(tensor._h);
+  else native.free(tensor._h);
+  tensor._h = -1;
 }
 
 function adoptInto(scope: Scope | null, tensor: Disposable): void {
   if (scope !== null && !tensor._kept) scope.tracked.push(tensor);
-  else safetyNet.register(tensor, tensor._h, tensor);
+  else net(tensor);
 }
 
 /** Opens a scope by hand (for async code, where `tidy` cannot follow the awaits). */
@@ -74,18 +86,20 @@ export function endScope(handle: ScopeHandle, survivors: Iterable<Disposable> = 
   stack.pop();
   current = stack.length > 0 ? stack[stack.length - 1]! : null;
   const keep = survivors instanceof Set ? (survivors as Set<Disposable>) : new Set(survivors);
-  const doomed: number[] = [];
-  for (const tensor of scope.tracked) {
+  const tracked = scope.tracked;
+  if (doomed.length < tracked.length) doomed = new Float64Array(Math.max(tracked.length, doomed.length * 2));
+  let count = 0;
+  for (const tensor of tracked) {
     if (tensor._h < 0) continue;
     if (tensor._kept || keep.has(tensor)) adoptInto(current, tensor);
     else {
-      doomed.push(tensor._h);
+      doomed[count++] = tensor._h;
       tensor._h = -1;
     }
   }
-  scope.tracked.length = 0;
-  // One native call frees the whole scope.
-  if (doomed.length > 0) native.freeMany(doomed);
+  tracked.length = 0;
+  // One native call frees the whole scope, reading the handles in place.
+  if (count > 0) native.freeMany(doomed, count);
 }
 
 /**

@@ -8,7 +8,7 @@ import { FlodlError, invalidArgument } from './errors.js';
 import { formatTensor } from './format.js';
 import { native } from './internal/binding.js';
 import { dtypeCode, dtypeFromCode } from './internal/codes.js';
-import { track, untrack } from './scope.js';
+import { release, track } from './scope.js';
 
 type FromImplementation = (data: TensorData, shape?: readonly number[], options?: TensorOptions) => Tensor;
 let fromImplementation: FromImplementation | null = null;
@@ -34,6 +34,8 @@ export class Tensor {
   _h: number;
   /** @internal survives enclosing scopes */
   _kept = false;
+  /** @internal watched by the garbage-collection safety net */
+  _netted = false;
   /** @internal cached metadata (shape and dtype never change for a live tensor) */
   _shape: readonly number[] | undefined = undefined;
   /** @internal */
@@ -150,11 +152,7 @@ export class Tensor {
 
   /** Frees the native tensor now. Safe to call twice. */
   dispose(): void {
-    if (this._h >= 0) {
-      native.free(this._h);
-      this._h = -1;
-      untrack(this);
-    }
+    if (this._h >= 0) release(this);
   }
 
   [Symbol.dispose](): void {

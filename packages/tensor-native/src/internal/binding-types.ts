@@ -17,6 +17,9 @@ type InPlace = (self: Handle, ...args: any[]) => void;
 export interface NativeBinding {
   setErrorFactory(factory: (code: string, op: string, message: string) => Error): void;
   free(h: Handle): boolean;
+  freeMany(handles: Handle[] | Float64Array, count?: number): number;
+  retire(h: Handle): boolean;
+  reclaim(h: Handle): boolean;
   isLive(h: Handle): boolean;
   liveCount(): number;
   shape(h: Handle): number[];

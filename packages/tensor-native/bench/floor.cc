@@ -1,0 +1,49 @@
+// The C++ floor of the dispatch benchmark: the same ops called from a tight C++ loop on the
+// same libtorch, with no language boundary at all. Prints JSON: op name -> ns per op.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+int main(int argc, char** argv) {
+  const long iterations = argc > 1 ? std::atol(argv[1]) : 200000;
+  at::set_num_threads(1);
+  at::manual_seed(0);
+  const at::Tensor x = at::rand({64});
+  const at::Tensor y = at::rand({64});
+  const at::Tensor m = at::rand({8, 8});
+  const at::Tensor n = at::rand({8, 8});
+  const at::Tensor index = at::arange(1, 6, 2, at::kLong);
+  std::vector<std::pair<std::string, std::function<at::Tensor()>>> cases = {
+      {"add", [&] { return at::add(x, y); }},
+      {"mul", [&] { return at::mul(x, y); }},
+      {"relu", [&] { return at::relu(x); }},
+      {"sum", [&] { return x.sum(); }},
+      {"matmul 8x8", [&] { return at::matmul(m, n); }},
+      {"reshape", [&] { return x.reshape({8, 8}); }},
+      {"select m[3]", [&] { return m.select(0, 3); }},
+      {"narrow", [&] { return m.narrow(0, 2, 3); }},
+      {"index_select", [&] { return m.index_select(0, index); }},
+  };
+  std::printf("{");
+  for (size_t k = 0; k < cases.size(); ++k) {
+    auto& fn = cases[k].second;
+    for (int warm = 0; warm < 2000; ++warm) fn();
+    double best = 1e30;
+    for (int round = 0; round < 3; ++round) {
+      const auto start = std::chrono::steady_clock::now();
+      for (long i = 0; i < iterations; ++i) fn();
+      const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+      if (ns / iterations < best) best = ns / iterations;
+    }
+    std::printf("%s\"%s\": %.1f", k == 0 ? "" : ", ", cases[k].first.c_str(), best);
+  }
+  std::printf("}\n");
+  return 0;
+}

@@ -13,7 +13,11 @@
         "native/ops-reduction.cc",
         "native/ops-shape.cc",
         "native/ops-linalg.cc",
-        "native/ops-inplace.cc"
+        "native/ops-inplace.cc",
+        "native/ops-autograd.cc",
+        "native/ops-nn.cc",
+        "native/ops-loss.cc",
+        "native/ops-rnn.cc"
       ],
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")",

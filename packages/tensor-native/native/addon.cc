@@ -17,6 +17,10 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   flodl::registerShapeOps(registry);
   flodl::registerLinalgOps(registry);
   flodl::registerInplaceOps(registry);
+  flodl::registerAutogradOps(registry);
+  flodl::registerNnOps(registry);
+  flodl::registerLossOps(registry);
+  flodl::registerRnnOps(registry);
   return exports;
 }
 

@@ -81,6 +81,10 @@ void registerReductionOps(Registry& registry);
 void registerShapeOps(Registry& registry);
 void registerLinalgOps(Registry& registry);
 void registerInplaceOps(Registry& registry);
+void registerAutogradOps(Registry& registry);
+void registerNnOps(Registry& registry);
+void registerLossOps(Registry& registry);
+void registerRnnOps(Registry& registry);
 
 }  // namespace flodl
 

@@ -19,6 +19,10 @@ function candidates(): string[] {
 // libtorch reports every failure as one exception type; its text says which kind it was.
 const CLASSIFIERS: [RegExp, FlodlErrorCode][] = [
   [
+    /does not require grad|backward through the graph a second time|leaf Variable that requires grad|can require gradients|implicitly created only for scalar|modified by an inplace operation|One of the differentiated Tensors|Trying to backward/i,
+    'ERR_AUTOGRAD',
+  ],
+  [
     /same device|CUDA is not available|no CUDA GPUs|Could not run .* with arguments from the 'CUDA'|invalid device ordinal/i,
     'ERR_DEVICE',
   ],

@@ -1,0 +1,2 @@
+// Filled in by the functional-ops work; see index.ts.
+export {};

@@ -1,17 +1,22 @@
 import { FlodlError, isGradEnabled, setGradEnabled } from '@flodl/tensor-native';
 
 function withGradMode<T>(op: string, enabled: boolean, fn: () => T): T {
-  if (typeof fn !== 'function') throw new FlodlError('ERR_INVALID_ARGUMENT', `${op} needs a function`, { op });
+  if (typeof fn !== 'function')
+    throw new FlodlError('ERR_INVALID_ARGUMENT', `${op} needs a function`, { op });
   const previous = isGradEnabled();
   setGradEnabled(enabled);
   try {
     const result = fn();
     if (result instanceof Promise) {
-      throw new FlodlError('ERR_AUTOGRAD', `${op} cannot follow async functions: the mode would leak into other work`, {
-        op,
-        expected: 'a synchronous function',
-        got: 'a function returning a Promise',
-      });
+      throw new FlodlError(
+        'ERR_AUTOGRAD',
+        `${op} cannot follow async functions: the mode would leak into other work`,
+        {
+          op,
+          expected: 'a synchronous function',
+          got: 'a function returning a Promise',
+        },
+      );
     }
     return result;
   } finally {

@@ -1,6 +1,5 @@
-import { FlodlError, Tensor, autogradGrad, cat, invalidArgument, tidy, zeros } from '@flodl/tensor-native';
+import { autogradGrad, cat, FlodlError, invalidArgument, Tensor, tidy, zeros } from '@flodl/tensor-native';
 import { noGrad } from './grad-mode.js';
-
 
 /** Options of `gradcheck`. */
 export interface GradcheckOptions {
@@ -29,7 +28,11 @@ function asList(outputs: Outputs): Tensor[] {
  * @example gradcheck((x) => x.sigmoid().mul(x), [randn([3], { dtype: 'float64' }).requiresGrad_()])
  * @throws FlodlError ERR_AUTOGRAD naming the input, the output element and both values on a mismatch
  */
-export function gradcheck(fn: (...inputs: Tensor[]) => Outputs, inputs: Tensor[], options: GradcheckOptions = {}): boolean {
+export function gradcheck(
+  fn: (...inputs: Tensor[]) => Outputs,
+  inputs: Tensor[],
+  options: GradcheckOptions = {},
+): boolean {
   const { eps = 1e-6, atol = 1e-5, rtol = 1e-3, raiseException = true } = options;
   if (typeof fn !== 'function') throw invalidArgument('gradcheck', 'fn', 'a function', fn);
   if (!Array.isArray(inputs) || !inputs.every((input) => input instanceof Tensor)) {
@@ -37,7 +40,10 @@ export function gradcheck(fn: (...inputs: Tensor[]) => Outputs, inputs: Tensor[]
   }
   const checked = inputs.map((input, index) => ({ input, index })).filter(({ input }) => input.requiresGrad);
   if (checked.length === 0) {
-    throw new FlodlError('ERR_AUTOGRAD', 'no input requires grad', { op: 'gradcheck', expected: 'at least one input with requiresGrad' });
+    throw new FlodlError('ERR_AUTOGRAD', 'no input requires grad', {
+      op: 'gradcheck',
+      expected: 'at least one input with requiresGrad',
+    });
   }
   for (const { input, index } of checked) {
     if (input.dtype !== 'float64') {
@@ -58,10 +64,18 @@ export function gradcheck(fn: (...inputs: Tensor[]) => Outputs, inputs: Tensor[]
         const oneHot = zeros(output.shape, { dtype: output.dtype });
         oneHot.reshape(-1).narrow(0, k, 1).fill_(1);
         const grads = output.requiresGrad
-          ? autogradGrad([output], checked.map(({ input }) => input), { gradOutputs: [oneHot], retainGraph: true, allowUnused: true })
+          ? autogradGrad(
+              [output],
+              checked.map(({ input }) => input),
+              { gradOutputs: [oneHot], retainGraph: true, allowUnused: true },
+            )
           : checked.map(() => null);
         grads.forEach((grad, j) => {
-          analytical[j]!.push(grad === null ? zeros(checked[j]!.input.shape, { dtype: 'float64' }).reshape(-1) : grad.reshape(-1));
+          analytical[j]!.push(
+            grad === null
+              ? zeros(checked[j]!.input.shape, { dtype: 'float64' }).reshape(-1)
+              : grad.reshape(-1),
+          );
         });
       }
     }
@@ -75,10 +89,12 @@ export function gradcheck(fn: (...inputs: Tensor[]) => Outputs, inputs: Tensor[]
         const original = element.item() as number;
         const evaluate = (value: number): Tensor => {
           element.fill_(value);
-          return noGrad(() => tidy(() => {
-            const values = asList(fn(...inputs)).map((output) => output.reshape(-1).to('float64'));
-            return cat(values).clone();
-          }));
+          return noGrad(() =>
+            tidy(() => {
+              const values = asList(fn(...inputs)).map((output) => output.reshape(-1).to('float64'));
+              return cat(values).clone();
+            }),
+          );
         };
         const plus = evaluate(original + eps);
         const minus = evaluate(original - eps);

@@ -1,4 +1,4 @@
-import { FlodlError, Tensor, invalidArgument } from '@flodl/tensor-native';
+import { FlodlError, invalidArgument, Tensor } from '@flodl/tensor-native';
 
 /**
  * A tensor that autograd records. As in PyTorch since 0.4, a Variable *is* a Tensor: every
@@ -26,12 +26,17 @@ export interface VariableConstructor {
 
 function VariableFactory(this: unknown, data: Tensor, requiresGrad = false): Variable {
   if (new.target === undefined) {
-    throw new FlodlError('ERR_INVALID_ARGUMENT', 'Variable is a constructor: use new Variable(tensor, requiresGrad)', {
-      op: 'Variable',
-    });
+    throw new FlodlError(
+      'ERR_INVALID_ARGUMENT',
+      'Variable is a constructor: use new Variable(tensor, requiresGrad)',
+      {
+        op: 'Variable',
+      },
+    );
   }
   if (!(data instanceof Tensor)) throw invalidArgument('Variable', 'data', 'a Tensor', data);
-  if (typeof requiresGrad !== 'boolean') throw invalidArgument('Variable', 'requiresGrad', 'a boolean', requiresGrad);
+  if (typeof requiresGrad !== 'boolean')
+    throw invalidArgument('Variable', 'requiresGrad', 'a boolean', requiresGrad);
   const leaf = data.detach();
   if (requiresGrad) {
     try {
@@ -43,7 +48,9 @@ function VariableFactory(this: unknown, data: Tensor, requiresGrad = false): Var
   }
   return leaf;
 }
-Object.defineProperty(VariableFactory, Symbol.hasInstance, { value: (value: unknown) => value instanceof Tensor });
+Object.defineProperty(VariableFactory, Symbol.hasInstance, {
+  value: (value: unknown) => value instanceof Tensor,
+});
 
 /** See {@link Variable}. */
 export const Variable = VariableFactory as unknown as VariableConstructor;

@@ -25,6 +25,7 @@ const y = keep(rand([64]));
 const m = keep(rand([8, 8]));
 const n = keep(rand([8, 8]));
 const index = keep(Tensor.from([1, 3, 5], undefined, { dtype: 'int64' }));
+const w = keep(rand([64]).requiresGrad_());
 
 const cases = {
   add: () => x.add(y),
@@ -36,6 +37,7 @@ const cases = {
   'select m[3]': () => m.select(0, 3),
   narrow: () => m.narrow(0, 2, 3),
   index_select: () => m.indexSelect(0, index),
+  'add (grad)': () => w.add(y),
 };
 
 // Results are freed the way a training loop frees them: by a scope every `batch` ops.

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   const at::Tensor m = at::rand({8, 8});
   const at::Tensor n = at::rand({8, 8});
   const at::Tensor index = at::arange(1, 6, 2, at::kLong);
+  const at::Tensor w = at::rand({64}).set_requires_grad(true);
   std::vector<std::pair<std::string, std::function<at::Tensor()>>> cases = {
       {"add", [&] { return at::add(x, y); }},
       {"mul", [&] { return at::mul(x, y); }},
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
       {"select m[3]", [&] { return m.select(0, 3); }},
       {"narrow", [&] { return m.narrow(0, 2, 3); }},
       {"index_select", [&] { return m.index_select(0, index); }},
+      {"add (grad)", [&] { return at::add(w, y); }},
   };
   std::printf("{");
   for (size_t k = 0; k < cases.size(); ++k) {

@@ -6,7 +6,15 @@ import { native } from './internal/binding.js';
 import { diagnose } from './internal/diagnose.js';
 import { Tensor } from './tensor.js';
 
-type NativeArgument = Tensor | readonly (Tensor | null | undefined)[] | number | boolean | string | readonly number[] | null | undefined;
+type NativeArgument =
+  | Tensor
+  | readonly (Tensor | null | undefined)[]
+  | number
+  | boolean
+  | string
+  | readonly number[]
+  | null
+  | undefined;
 
 function toNative(value: NativeArgument): unknown {
   if (value instanceof Tensor) return value._h;

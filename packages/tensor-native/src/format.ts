@@ -134,8 +134,10 @@ export function formatTensor(tensor: Tensor): string {
   if (numel === 0 && shape.length > 1) suffixes.unshift(`size=(${shape.join(', ')})`);
   // An empty tensor shows every dtype but PyTorch's default.
   if (numel === 0 ? dtype !== 'float32' : !IMPLICIT_DTYPES.has(dtype)) suffixes.push(`dtype=torch.${dtype}`);
-  if ((tensor as unknown as { requiresGrad?: boolean }).requiresGrad === true)
-    suffixes.push('requires_grad=True');
+  const autograd = tensor as unknown as { gradFn?: string | null; requiresGrad?: boolean };
+  const gradFn = autograd.gradFn;
+  if (gradFn) suffixes.push(`grad_fn=<${gradFn}>`);
+  else if (autograd.requiresGrad === true) suffixes.push('requires_grad=True');
   const tail = suffixes.length > 0 ? `, ${suffixes.join(', ')}` : '';
   if (numel === 0) return `tensor([]${tail})`;
   const flat = tensor.toTypedArray();

@@ -6,6 +6,7 @@ import './ops-linalg.js';
 import './ops-inplace.js';
 import './ops-autograd.js';
 
+export { aten } from './aten.js';
 export {
   arange,
   empty,
@@ -40,9 +41,8 @@ export {
 } from './errors.js';
 export { add, cat, div, einsum, matmul, maximum, minimum, mul, pow, stack, sub, where } from './functions.js';
 export { broadcastShapes } from './internal/diagnose.js';
-export { aten } from './aten.js';
+export { autogradGrad, type BackwardOptions, isGradEnabled, setGradEnabled } from './ops-autograd.js';
 export { linalg } from './ops-linalg.js';
-export { autogradGrad, isGradEnabled, setGradEnabled, type BackwardOptions } from './ops-autograd.js';
 export type { ReduceOptions, ValuesIndices } from './ops-reduce.js';
 export { buildInfo, getNumThreads, liveTensorCount, manualSeed, setNumThreads } from './runtime.js';
 export { beginScope, endScope, keep, type ScopeHandle, scopeDepth, tidy } from './scope.js';

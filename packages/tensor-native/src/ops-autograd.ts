@@ -2,11 +2,12 @@
 // As in PyTorch, a Tensor is the autograd variable: every op on tensors that require grad is
 // recorded by libtorch and differentiable. @flodl/autograd adds Variable, grad-mode scopes,
 // the differentiable functional ops and gradcheck on top of these members.
-import { FlodlError, invalidArgument } from './errors.js';
+
 import { isFloatingPoint } from './dtype.js';
+import { FlodlError, invalidArgument } from './errors.js';
 import { native } from './internal/binding.js';
 import { diagnose } from './internal/diagnose.js';
-import { Tensor, checkOptions } from './tensor.js';
+import { checkOptions, Tensor } from './tensor.js';
 
 /** Options of `Tensor.backward`. */
 export interface BackwardOptions {
@@ -89,7 +90,8 @@ Object.defineProperty(proto, 'version', {
 });
 
 proto.requiresGrad_ = function requiresGrad_(this: Tensor, requiresGrad = true): Tensor {
-  if (typeof requiresGrad !== 'boolean') throw invalidArgument('requiresGrad_', 'requiresGrad', 'a boolean', requiresGrad);
+  if (typeof requiresGrad !== 'boolean')
+    throw invalidArgument('requiresGrad_', 'requiresGrad', 'a boolean', requiresGrad);
   if (requiresGrad && !isFloatingPoint(this.dtype)) {
     throw new FlodlError('ERR_AUTOGRAD', 'only floating-point tensors can require gradients', {
       op: 'requiresGrad_',
@@ -98,9 +100,13 @@ proto.requiresGrad_ = function requiresGrad_(this: Tensor, requiresGrad = true):
     });
   }
   if (!requiresGrad && !this.isLeaf) {
-    throw new FlodlError('ERR_AUTOGRAD', 'only leaf tensors can stop requiring gradients; use detach() on results', {
-      op: 'requiresGrad_',
-    });
+    throw new FlodlError(
+      'ERR_AUTOGRAD',
+      'only leaf tensors can stop requiring gradients; use detach() on results',
+      {
+        op: 'requiresGrad_',
+      },
+    );
   }
   native.setRequiresGrad(this._h, requiresGrad);
   return this;
@@ -111,10 +117,20 @@ proto.setGrad = function setGrad(this: Tensor, gradient: Tensor | null): void {
     native.setGrad(this._h, undefined);
     return;
   }
-  if (!(gradient instanceof Tensor)) throw invalidArgument('setGrad', 'gradient', 'a Tensor or null', gradient);
-  const same = (what: string, mine: string, theirs: string, code: 'ERR_SHAPE' | 'ERR_DTYPE' | 'ERR_DEVICE') => {
+  if (!(gradient instanceof Tensor))
+    throw invalidArgument('setGrad', 'gradient', 'a Tensor or null', gradient);
+  const same = (
+    what: string,
+    mine: string,
+    theirs: string,
+    code: 'ERR_SHAPE' | 'ERR_DTYPE' | 'ERR_DEVICE',
+  ) => {
     if (mine !== theirs) {
-      throw new FlodlError(code, `the gradient's ${what} differs from the tensor's`, { op: 'setGrad', expected: mine, got: theirs });
+      throw new FlodlError(code, `the gradient's ${what} differs from the tensor's`, {
+        op: 'setGrad',
+        expected: mine,
+        got: theirs,
+      });
     }
   };
   same('shape', `[${this.shape.join(', ')}]`, `[${gradient.shape.join(', ')}]`, 'ERR_SHAPE');
@@ -129,7 +145,9 @@ proto.zeroGrad = function zeroGrad(this: Tensor): void {
 
 proto.retainGrad = function retainGrad(this: Tensor): void {
   if (!this.requiresGrad) {
-    throw new FlodlError('ERR_AUTOGRAD', "can't retain the gradient of a tensor that does not require grad", { op: 'retainGrad' });
+    throw new FlodlError('ERR_AUTOGRAD', "can't retain the gradient of a tensor that does not require grad", {
+      op: 'retainGrad',
+    });
   }
   native.retainGrad(this._h);
 };
@@ -148,7 +166,8 @@ proto.backward = function backward(this: Tensor, gradOutput?: Tensor, options: B
   if (!native.requiresGrad(this._h)) {
     throw new FlodlError('ERR_AUTOGRAD', 'this tensor does not require grad and has no grad_fn', {
       op: 'backward',
-      expected: 'a result of ops on tensors with requiresGrad (or the graph was already released by backward)',
+      expected:
+        'a result of ops on tensors with requiresGrad (or the graph was already released by backward)',
       got: this.describe(),
     });
   }
@@ -184,14 +203,23 @@ proto.backward = function backward(this: Tensor, gradOutput?: Tensor, options: B
 export function autogradGrad(
   outputs: Tensor | Tensor[],
   inputs: Tensor | Tensor[],
-  options: { gradOutputs?: Tensor[]; retainGraph?: boolean; createGraph?: boolean; allowUnused?: boolean } = {},
+  options: {
+    gradOutputs?: Tensor[];
+    retainGraph?: boolean;
+    createGraph?: boolean;
+    allowUnused?: boolean;
+  } = {},
 ): (Tensor | null)[] {
   checkOptions('autograd.grad', options, ['gradOutputs', 'retainGraph', 'createGraph', 'allowUnused']);
   const outputList = Array.isArray(outputs) ? outputs : [outputs];
   const inputList = Array.isArray(inputs) ? inputs : [inputs];
-  for (const [name, list] of [['outputs', outputList], ['inputs', inputList]] as const) {
+  for (const [name, list] of [
+    ['outputs', outputList],
+    ['inputs', inputList],
+  ] as const) {
     list.forEach((item, k) => {
-      if (!(item instanceof Tensor)) throw invalidArgument('autograd.grad', `${name}[${k}]`, 'a Tensor', item);
+      if (!(item instanceof Tensor))
+        throw invalidArgument('autograd.grad', `${name}[${k}]`, 'a Tensor', item);
     });
   }
   let handles: (number | null)[];

@@ -92,6 +92,14 @@ FLODL_OP(autogradGrad) {
 // variableData(t): the same data as a new leaf with its own version counter (PyTorch's .data).
 FLODL_OP(variableData) { return c.result(c.tensor(0).variable_data()); }
 
+// setData(t, source): t keeps its identity (and its place in optimizers and graphs' leaves)
+// but takes source's data, dtype and device. PyTorch: `t.data = source`.
+FLODL_OP(setData) {
+  at::Tensor& t = c.tensor(0);
+  t.set_data(c.tensor(1));
+  return c.undefined();
+}
+
 FLODL_OP(isGradEnabled) { return Napi::Boolean::New(c.env, at::GradMode::is_enabled()); }
 
 FLODL_OP(setGradEnabled) {
@@ -116,6 +124,7 @@ void registerAutogradOps(Registry& r) {
   FLODL_REGISTER(r, backward);
   FLODL_REGISTER(r, autogradGrad);
   FLODL_REGISTER(r, variableData);
+  FLODL_REGISTER(r, setData);
   FLODL_REGISTER(r, isGradEnabled);
   FLODL_REGISTER(r, setGradEnabled);
   FLODL_REGISTER(r, version);

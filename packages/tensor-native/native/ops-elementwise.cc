@@ -39,6 +39,7 @@ UNARY(sinh, at::sinh(x))
 UNARY(cosh, at::cosh(x))
 UNARY(tanh, at::tanh(x))
 UNARY(erf, at::erf(x))
+UNARY(erfinv, at::erfinv(x))
 UNARY(sigmoid, at::sigmoid(x))
 UNARY(relu, directCpu(x) ? at::cpu::relu(x) : at::relu(x))
 UNARY(silu, at::silu(x))
@@ -227,6 +228,7 @@ void registerElementwiseOps(Registry& r) {
   FLODL_REGISTER(r, cosh);
   FLODL_REGISTER(r, tanh);
   FLODL_REGISTER(r, erf);
+  FLODL_REGISTER(r, erfinv);
   FLODL_REGISTER(r, sigmoid);
   FLODL_REGISTER(r, relu);
   FLODL_REGISTER(r, silu);

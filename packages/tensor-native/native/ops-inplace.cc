@@ -33,6 +33,9 @@ INPLACE(sqrt_, self.sqrt_())
 INPLACE(neg_, self.neg_())
 INPLACE(exp_, self.exp_())
 INPLACE(relu_, self.relu_())
+INPLACE(erfinv_, self.erfinv_())
+INPLACE(tanh_, self.tanh_())
+INPLACE(sigmoid_, self.sigmoid_())
 INPLACE(maskedFill_, self.masked_fill_(c.tensor(1), c.scalar(2)))
 INPLACE(uniform_, self.uniform_(c.number(1), c.number(2)))
 INPLACE(normal_, self.normal_(c.number(1), c.number(2)))
@@ -68,6 +71,9 @@ void registerInplaceOps(Registry& r) {
   FLODL_REGISTER(r, neg_);
   FLODL_REGISTER(r, exp_);
   FLODL_REGISTER(r, relu_);
+  FLODL_REGISTER(r, erfinv_);
+  FLODL_REGISTER(r, tanh_);
+  FLODL_REGISTER(r, sigmoid_);
   FLODL_REGISTER(r, maskedFill_);
   FLODL_REGISTER(r, uniform_);
   FLODL_REGISTER(r, normal_);

@@ -165,6 +165,44 @@ FLODL_OP(fromTypedArray) {
   return c.result(std::move(host));
 }
 
+// fromBytes(bytes: Uint8Array, shape, dtype, device): raw little-endian element bytes of any dtype.
+FLODL_OP(fromBytes) {
+  if (c.length() < 1 || !c.info[0].IsTypedArray()) c.invalid(0, "a Uint8Array");
+  Napi::TypedArray array = c.info[0].As<Napi::TypedArray>();
+  if (array.TypedArrayType() != napi_uint8_array) c.invalid(0, "a Uint8Array");
+  const std::vector<int64_t> shape = c.integers(1);
+  const at::ScalarType dtype = c.dtype(2);
+  int64_t count = 1;
+  for (int64_t size : shape) {
+    if (size < 0) c.invalid(1, "a shape of non-negative sizes");
+    count *= size;
+  }
+  const size_t expected = static_cast<size_t>(count) * c10::elementSize(dtype);
+  if (array.ByteLength() != expected) {
+    c.state.fail("ERR_SHAPE", c.op,
+                 "got " + std::to_string(array.ByteLength()) + " bytes but the shape and dtype need " +
+                     std::to_string(expected));
+  }
+  at::Tensor host = at::empty(shape, at::TensorOptions().dtype(dtype));
+  if (expected != 0) {
+    std::memcpy(host.data_ptr(), static_cast<const uint8_t*>(array.ArrayBuffer().Data()) + array.ByteOffset(), expected);
+  }
+  const c10::Device device = c.device(3);
+  if (!device.is_cpu()) host = host.to(device);
+  return c.result(std::move(host));
+}
+
+// toBytes(t): the raw element bytes (row-major, native little-endian) in a new Uint8Array.
+FLODL_OP(toBytes) {
+  at::Tensor host = c.tensor(0).detach();
+  if (!host.is_cpu()) host = host.to(at::kCPU);
+  host = host.contiguous();
+  const size_t bytes = static_cast<size_t>(host.numel()) * host.element_size();
+  Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(c.env, bytes);
+  if (bytes != 0) std::memcpy(buffer.Data(), host.data_ptr(), bytes);
+  return Napi::Uint8Array::New(c.env, bytes, buffer, 0);
+}
+
 // scalarTensor(value, dtype?): a 0-dim tensor that promotes like a Python number.
 FLODL_OP(scalarTensor) {
   const at::Scalar value = c.scalar(0);
@@ -340,6 +378,8 @@ void registerRuntimeOps(Registry& r) {
   FLODL_REGISTER(r, item);
   FLODL_REGISTER(r, toTypedArray);
   FLODL_REGISTER(r, fromTypedArray);
+  FLODL_REGISTER(r, fromBytes);
+  FLODL_REGISTER(r, toBytes);
   FLODL_REGISTER(r, scalarTensor);
   FLODL_REGISTER(r, to);
   FLODL_REGISTER(r, clone);

@@ -297,3 +297,23 @@ export function randintLike(input: Tensor, low: number, high: number, options?: 
 }
 
 setFromImplementation(fromData);
+
+/**
+ * A tensor from raw little-endian element bytes (any dtype, float16/bfloat16 included),
+ * as stored by safetensors and numpy. The bytes are copied.
+ * @throws FlodlError ERR_SHAPE when the byte count does not match shape × element size
+ */
+export function fromBytes(bytes: Uint8Array, shape: readonly number[], dtype: DType, options: { device?: Device } = {}): Tensor {
+  if (!(bytes instanceof Uint8Array)) throw invalidArgument('fromBytes', 'bytes', 'a Uint8Array', bytes);
+  checkOptions('fromBytes', options, ['device']);
+  const dims = checkShape('fromBytes', shape);
+  const code = dtypeCode(parseDType('fromBytes', dtype));
+  const device = options.device === undefined ? -1 : deviceCode('fromBytes', options.device);
+  return call('fromBytes', {}, () => native.fromBytes(bytes, dims, code, device));
+}
+
+/** The raw little-endian element bytes of a tensor (row-major), copied to the CPU. */
+export function toBytes(tensor: Tensor): Uint8Array {
+  if (!(tensor instanceof Tensor)) throw invalidArgument('toBytes', 'tensor', 'a Tensor', tensor);
+  return native.toBytes(tensor._h) as Uint8Array;
+}

@@ -12,6 +12,7 @@ export {
   empty,
   emptyLike,
   eye,
+  fromBytes,
   fromData,
   full,
   fullLike,
@@ -27,6 +28,7 @@ export {
   type TensorData,
   type TensorOptions,
   zeros,
+  toBytes,
   zerosLike,
 } from './creation.js';
 export { type CudaMemoryStats, cuda } from './cuda.js';

@@ -46,6 +46,11 @@ declare module './tensor.js' {
      *   has no gradOutput, or its graph was already released
      */
     backward(gradOutput?: Tensor, options?: BackwardOptions): void;
+    /**
+     * Swaps in `source`'s data, dtype and device while keeping this tensor's identity (so
+     * optimizers and modules that hold it see the change). PyTorch: `t.data = source`.
+     */
+    setData(source: Tensor): void;
     /** Cuts this tensor from its graph in place. PyTorch: `t.detach_()`. */
     detach_(): Tensor;
     /** The number of in-place changes made to this tensor's data. PyTorch: `t._version`. */
@@ -150,6 +155,17 @@ proto.retainGrad = function retainGrad(this: Tensor): void {
     });
   }
   native.retainGrad(this._h);
+};
+
+proto.setData = function setData(this: Tensor, source: Tensor): void {
+  if (!(source instanceof Tensor)) throw invalidArgument('setData', 'source', 'a Tensor', source);
+  try {
+    native.setData(this._h, source._h);
+  } catch (error) {
+    throw diagnose('setData', { self: this, source }, error, 'none');
+  }
+  this._shape = undefined;
+  this._dtype = undefined;
 };
 
 proto.detach_ = function detach_(this: Tensor): Tensor {

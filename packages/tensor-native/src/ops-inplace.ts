@@ -35,6 +35,9 @@ declare module './tensor.js' {
     neg_(): Tensor;
     exp_(): Tensor;
     relu_(): Tensor;
+    erfinv_(): Tensor;
+    tanh_(): Tensor;
+    sigmoid_(): Tensor;
     /** Writes `value` where `mask` is true. */
     maskedFill_(mask: Tensor, value: number | boolean): Tensor;
     /** Fills with samples of U(low, high). */
@@ -108,7 +111,7 @@ proto.clamp_ = function clamp_(this: Tensor, min?: number, max?: number): Tensor
   if (max !== undefined) checkScalar('clamp_', 'max', max);
   return callInPlace('clamp_', this, {}, () => native.clamp_(this._h, min, max));
 };
-for (const name of ['sqrt_', 'neg_', 'exp_', 'relu_'] as const) {
+for (const name of ['sqrt_', 'neg_', 'exp_', 'relu_', 'erfinv_', 'tanh_', 'sigmoid_'] as const) {
   proto[name] = function (this: Tensor): Tensor {
     return callInPlace(name, this, {}, () => native[name](this._h));
   };

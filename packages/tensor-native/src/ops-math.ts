@@ -57,6 +57,8 @@ declare module './tensor.js' {
     cosh(): Tensor;
     tanh(): Tensor;
     erf(): Tensor;
+    /** Inverse error function. PyTorch: `torch.erfinv`. */
+    erfinv(): Tensor;
     sigmoid(): Tensor;
     /** `max(0, x)`. PyTorch: `torch.relu`. */
     relu(): Tensor;
@@ -191,6 +193,7 @@ const UNARY = [
   'cosh',
   'tanh',
   'erf',
+  'erfinv',
   'sigmoid',
   'relu',
   'silu',

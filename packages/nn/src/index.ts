@@ -1,0 +1,16 @@
+// @flodl/nn: modules, layers, losses, init, optimizers, schedulers, checkpoints, AMP.
+
+export { load, save } from './checkpoint/module-io.js';
+export {
+  MAX_HEADER_BYTES,
+  readSafetensors,
+  type SafetensorsContents,
+  type SafetensorsMetadata,
+  writeSafetensors,
+} from './checkpoint/safetensors.js';
+export { ModuleDict, ModuleList, Sequential } from './containers.js';
+export * as init from './init.js';
+export { type LoadReport, Module } from './module.js';
+export * from './optim/index.js';
+export { Buffer, type BufferConstructor, Parameter, type ParameterConstructor } from './parameter.js';
+export * from './schedulers/index.js';

@@ -1,0 +1,2 @@
+// Optimizers (PyTorch: torch.optim). Filled in by the optimizer work.
+export {};

@@ -1,0 +1,2 @@
+// Learning-rate schedulers (PyTorch: torch.optim.lr_scheduler). Filled in by the optimizer work.
+export {};

@@ -100,8 +100,7 @@ export function gradcheck(
         const minus = evaluate(original - eps);
         element.fill_(original);
         const numerical = plus.sub(minus).div(2 * eps);
-        const analyticalColumn = zeros([rows.length], { dtype: 'float64' });
-        rows.forEach((row, r) => analyticalColumn.narrow(0, r, 1).copy_(row.narrow(0, e, 1)));
+        const analyticalColumn = cat(rows.map((row) => row.narrow(0, e, 1)));
         const tolerance = numerical.abs().mul(rtol).add(atol);
         const difference = analyticalColumn.sub(numerical).abs();
         if (!difference.le(tolerance).all().item()) {

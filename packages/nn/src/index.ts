@@ -1,5 +1,12 @@
 // @flodl/nn: modules, layers, losses, init, optimizers, schedulers, checkpoints, AMP.
 
+export { type AutocastOptions, autocast } from './amp/autocast.js';
+export {
+  GradScaler,
+  type GradScalerOptions,
+  type GradScalerState,
+  type ScalableOptimizer,
+} from './amp/grad-scaler.js';
 export { load, save } from './checkpoint/module-io.js';
 export {
   MAX_HEADER_BYTES,

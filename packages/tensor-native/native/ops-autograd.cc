@@ -1,12 +1,15 @@
 // libtorch's autograd engine, reached from JS: requires-grad flags, gradients, backward,
 // torch.autograd.grad, grad mode. No graph is ever walked here; the engine does it all.
 #include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
 #include <ATen/core/grad_mode.h>
+#include <torch/version.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/variable.h>
 
 #include "call.h"
+#include "convert.h"
 
 namespace flodl {
 namespace {
@@ -100,6 +103,54 @@ FLODL_OP(setData) {
   return c.undefined();
 }
 
+// Autocast (mixed precision) state of one device type, as [enabled, dtype code].
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+bool autocastEnabled(bool cuda) { return at::autocast::is_autocast_enabled(cuda ? at::kCUDA : at::kCPU); }
+at::ScalarType autocastDtype(bool cuda) { return at::autocast::get_autocast_dtype(cuda ? at::kCUDA : at::kCPU); }
+void setAutocast(bool cuda, bool enabled, at::ScalarType dtype) {
+  at::autocast::set_autocast_enabled(cuda ? at::kCUDA : at::kCPU, enabled);
+  at::autocast::set_autocast_dtype(cuda ? at::kCUDA : at::kCPU, dtype);
+}
+#else
+bool autocastEnabled(bool cuda) { return cuda ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled(); }
+at::ScalarType autocastDtype(bool cuda) {
+  return cuda ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype();
+}
+void setAutocast(bool cuda, bool enabled, at::ScalarType dtype) {
+  if (cuda) {
+    at::autocast::set_enabled(enabled);
+    at::autocast::set_autocast_gpu_dtype(dtype);
+  } else {
+    at::autocast::set_cpu_enabled(enabled);
+    at::autocast::set_autocast_cpu_dtype(dtype);
+  }
+}
+#endif
+
+// autocastState(cuda) -> [enabled, dtypeCode]
+FLODL_OP(autocastState) {
+  const bool cuda = c.flag(0);
+  Napi::Array out = Napi::Array::New(c.env, 2);
+  out.Set(uint32_t{0}, Napi::Boolean::New(c.env, autocastEnabled(cuda)));
+  out.Set(uint32_t{1}, Napi::Number::New(c.env, dtypeCode(autocastDtype(cuda))));
+  return out;
+}
+
+// autocastEnter(cuda, enabled, dtype): sets the state and counts the nesting level.
+FLODL_OP(autocastEnter) {
+  setAutocast(c.flag(0), c.flag(1), c.dtype(2));
+  at::autocast::increment_nesting();
+  return c.undefined();
+}
+
+// autocastExit(cuda, enabled, dtype): restores the state; leaving the outermost level drops
+// the cache of casted weights, as PyTorch's autocast context manager does.
+FLODL_OP(autocastExit) {
+  setAutocast(c.flag(0), c.flag(1), c.dtype(2));
+  if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+  return c.undefined();
+}
+
 FLODL_OP(isGradEnabled) { return Napi::Boolean::New(c.env, at::GradMode::is_enabled()); }
 
 FLODL_OP(setGradEnabled) {
@@ -125,6 +176,9 @@ void registerAutogradOps(Registry& r) {
   FLODL_REGISTER(r, autogradGrad);
   FLODL_REGISTER(r, variableData);
   FLODL_REGISTER(r, setData);
+  FLODL_REGISTER(r, autocastState);
+  FLODL_REGISTER(r, autocastEnter);
+  FLODL_REGISTER(r, autocastExit);
   FLODL_REGISTER(r, isGradEnabled);
   FLODL_REGISTER(r, setGradEnabled);
   FLODL_REGISTER(r, version);

@@ -7,6 +7,7 @@ import './ops-inplace.js';
 import './ops-autograd.js';
 
 export { aten } from './aten.js';
+export { autocastState, runWithAutocast, type AutocastState } from './autocast.js';
 export {
   arange,
   empty,

@@ -2,8 +2,8 @@
 // trainer. Use `autocast` from @flodl/nn in user code.
 import { type DType, parseDType } from './dtype.js';
 import { FlodlError, invalidArgument } from './errors.js';
-import { dtypeCode, dtypeFromCode } from './internal/codes.js';
 import { native } from './internal/binding.js';
+import { dtypeCode, dtypeFromCode } from './internal/codes.js';
 
 /** Autocast state of one device type. */
 export interface AutocastState {
@@ -13,7 +13,8 @@ export interface AutocastState {
 
 /** Whether autocast is on for 'cpu' or 'cuda' ops on this thread, and its dtype. */
 export function autocastState(deviceType: 'cpu' | 'cuda'): AutocastState {
-  if (deviceType !== 'cpu' && deviceType !== 'cuda') throw invalidArgument('autocastState', 'deviceType', "'cpu' or 'cuda'", deviceType);
+  if (deviceType !== 'cpu' && deviceType !== 'cuda')
+    throw invalidArgument('autocastState', 'deviceType', "'cpu' or 'cuda'", deviceType);
   const [enabled, code] = native.autocastState(deviceType === 'cuda') as [boolean, number];
   return { enabled, dtype: dtypeFromCode(code) };
 }
@@ -23,7 +24,12 @@ export function autocastState(deviceType: 'cpu' | 'cuda'): AutocastState {
  * afterwards (also on throw). Nestable.
  * @throws FlodlError ERR_INVALID_ARGUMENT for an async `fn` (the state would leak into other work)
  */
-export function runWithAutocast<T>(deviceType: 'cpu' | 'cuda', dtype: DType, enabled: boolean, fn: () => T): T {
+export function runWithAutocast<T>(
+  deviceType: 'cpu' | 'cuda',
+  dtype: DType,
+  enabled: boolean,
+  fn: () => T,
+): T {
   const previous = autocastState(deviceType);
   const code = dtypeCode(parseDType('autocast', dtype));
   const cuda = deviceType === 'cuda';

@@ -303,7 +303,12 @@ setFromImplementation(fromData);
  * as stored by safetensors and numpy. The bytes are copied.
  * @throws FlodlError ERR_SHAPE when the byte count does not match shape × element size
  */
-export function fromBytes(bytes: Uint8Array, shape: readonly number[], dtype: DType, options: { device?: Device } = {}): Tensor {
+export function fromBytes(
+  bytes: Uint8Array,
+  shape: readonly number[],
+  dtype: DType,
+  options: { device?: Device } = {},
+): Tensor {
   if (!(bytes instanceof Uint8Array)) throw invalidArgument('fromBytes', 'bytes', 'a Uint8Array', bytes);
   checkOptions('fromBytes', options, ['device']);
   const dims = checkShape('fromBytes', shape);

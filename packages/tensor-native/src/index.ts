@@ -7,7 +7,7 @@ import './ops-inplace.js';
 import './ops-autograd.js';
 
 export { aten } from './aten.js';
-export { autocastState, runWithAutocast, type AutocastState } from './autocast.js';
+export { type AutocastState, autocastState, runWithAutocast } from './autocast.js';
 export {
   arange,
   empty,
@@ -28,8 +28,8 @@ export {
   randnLike,
   type TensorData,
   type TensorOptions,
-  zeros,
   toBytes,
+  zeros,
   zerosLike,
 } from './creation.js';
 export { type CudaMemoryStats, cuda } from './cuda.js';

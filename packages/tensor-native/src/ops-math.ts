@@ -133,6 +133,7 @@ proto.div = function div(
   options?: { roundingMode?: 'trunc' | 'floor' },
 ): Tensor {
   if (options === undefined) return divPlain.call(this, other);
+  checkOptions('div', options, ['roundingMode']);
   const mode =
     options.roundingMode === undefined
       ? undefined

@@ -1,0 +1,143 @@
+// Replays the cases of test/fixtures/nn.json (written by scripts/make-goldens-nn.py) against
+// our functional API: builds the leaves, calls the op, and compares outputs, gradients and
+// in-place changes with PyTorch's.
+import { readFileSync } from 'node:fs';
+import { autogradGrad, type DType, Tensor, tidy } from '@flodl/tensor-native';
+import { expect } from 'vitest';
+import { F } from '../../src/index.js';
+
+export type EncodedValue = number | boolean | 'nan' | 'inf' | '-inf';
+
+export interface TensorFixture {
+  data: EncodedValue[];
+  shape: number[];
+  dtype: DType;
+}
+
+export interface Tolerance {
+  atol: number;
+  rtol: number;
+}
+
+export interface GoldenCase extends Tolerance {
+  group: string;
+  name: string;
+  op: keyof typeof F;
+  tensors: Record<string, TensorFixture>;
+  args: unknown[];
+  grad: string[];
+  outputs: Record<string, TensorFixture>;
+  probes: Record<string, TensorFixture>;
+  grads: Record<string, TensorFixture>;
+  mutated: Record<string, TensorFixture>;
+}
+
+export interface SeededCase {
+  name: string;
+  op: 'dropout' | 'dropout1d' | 'dropout2d' | 'dropout3d' | 'alphaDropout';
+  seed: number;
+  input: TensorFixture;
+  options: { p?: number; training?: boolean };
+  expected: TensorFixture;
+}
+
+export interface NnGoldens {
+  meta: { torch: string; seed: number; regenerate: string };
+  cases: GoldenCase[];
+  random: SeededCase[];
+}
+
+export function loadGoldens(): NnGoldens {
+  return JSON.parse(readFileSync(new URL('../fixtures/nn.json', import.meta.url), 'utf8')) as NnGoldens;
+}
+
+function decode(value: EncodedValue): number | boolean {
+  if (value === 'nan') return Number.NaN;
+  if (value === 'inf') return Number.POSITIVE_INFINITY;
+  if (value === '-inf') return Number.NEGATIVE_INFINITY;
+  return value;
+}
+
+export function makeTensor(fixture: TensorFixture): Tensor {
+  return Tensor.from(fixture.data.map(decode) as number[], fixture.shape, { dtype: fixture.dtype });
+}
+
+/**
+ * An argument as our API takes it: {$ref} names a leaf; a null argument stands for an omitted
+ * one (undefined), a null inside an array stays null (adaptive pools' "keep this size").
+ */
+function decodeArgument(value: unknown, leaves: Record<string, Tensor>, nested = false): unknown {
+  if (value === null) return nested ? null : undefined;
+  if (Array.isArray(value)) return value.map((item) => decodeArgument(item, leaves, true));
+  if (typeof value !== 'object') return value;
+  const record = value as Record<string, unknown>;
+  if (typeof record.$ref === 'string') return leaves[record.$ref];
+  return Object.fromEntries(
+    Object.entries(record).map(([key, item]) => [key, decodeArgument(item, leaves, true)]),
+  );
+}
+
+/** Shape, dtype, then every value within `atol + rtol * |expected|` (NaN and ±Infinity exactly). */
+export function expectTensor(
+  actual: unknown,
+  expected: TensorFixture,
+  tolerance: Tolerance,
+  label: string,
+): void {
+  expect(actual, `${label} is missing`).toBeInstanceOf(Tensor);
+  const tensor = actual as Tensor;
+  expect(tensor.shape, `${label} shape`).toEqual(expected.shape);
+  expect(tensor.dtype, `${label} dtype`).toBe(expected.dtype);
+  const values = Array.from(tensor.toTypedArray(), Number);
+  const exact = tensor.dtype === 'int64' || tensor.dtype === 'int32';
+  const mismatches: string[] = [];
+  expected.data.forEach((encoded, k) => {
+    // float32 values are stored in their shortest form: round them back to float32.
+    const decoded = Number(decode(encoded));
+    const want = tensor.dtype === 'float32' ? Math.fround(decoded) : decoded;
+    const got = values[k]!;
+    const close =
+      Number.isFinite(want) && !exact
+        ? Math.abs(got - want) <= tolerance.atol + tolerance.rtol * Math.abs(want)
+        : Object.is(got, want);
+    if (!close && mismatches.length < 8) mismatches.push(`[${k}] got ${got}, expected ${want}`);
+  });
+  expect(mismatches, `${label} values (atol ${tolerance.atol}, rtol ${tolerance.rtol})`).toEqual([]);
+}
+
+/** Runs one case in a tidy scope and checks outputs, gradients and in-place changes. */
+export function runGolden(golden: GoldenCase): void {
+  tidy(() => {
+    const leaves: Record<string, Tensor> = {};
+    for (const [name, tensor] of Object.entries(golden.tensors)) leaves[name] = makeTensor(tensor);
+    for (const name of golden.grad) leaves[name]!.requiresGrad_(true);
+    const run = F[golden.op] as (...args: unknown[]) => Tensor | Record<string, Tensor>;
+    const result = run(...golden.args.map((argument) => decodeArgument(argument, leaves)));
+    const outputs: Record<string, Tensor> = result instanceof Tensor ? { result } : result;
+    expect(Object.keys(outputs).sort()).toEqual(Object.keys(golden.outputs).sort());
+    for (const [name, expected] of Object.entries(golden.outputs)) {
+      expectTensor(outputs[name], expected, golden, `output ${name}`);
+    }
+    for (const [name, expected] of Object.entries(golden.mutated)) {
+      expectTensor(leaves[name], expected, golden, `${name} after the call`);
+    }
+    if (golden.grad.length === 0) return;
+    const terms = Object.entries(golden.probes).map(([name, probe]) =>
+      outputs[name]!.mul(makeTensor(probe)).sum(),
+    );
+    const scalar = terms.reduce((total, term) => total.add(term));
+    const inputs = golden.grad.map((name) => leaves[name]!);
+    const grads = autogradGrad([scalar], inputs, { allowUnused: true });
+    golden.grad.forEach((name, k) => {
+      // An unused leaf gets no gradient; the fixture records zeros for it.
+      const grad = grads[k] ?? inputs[k]!.detach().mul(0);
+      expectTensor(grad, golden.grads[name]!, golden, `gradient of ${name}`);
+    });
+  });
+}
+
+export function groupsOf(cases: readonly GoldenCase[]): Map<string, GoldenCase[]> {
+  const groups = new Map<string, GoldenCase[]>();
+  for (const golden of cases) groups.set(golden.group, [...(groups.get(golden.group) ?? []), golden]);
+  return groups;
+}

@@ -15,8 +15,11 @@ export {
   type SafetensorsMetadata,
   writeSafetensors,
 } from './checkpoint/safetensors.js';
+export * from './clip.js';
 export { ModuleDict, ModuleList, Sequential } from './containers.js';
 export * as init from './init.js';
+export * from './layers/index.js';
+export * from './losses/index.js';
 export { type LoadReport, Module } from './module.js';
 export * from './optim/index.js';
 export { Buffer, type BufferConstructor, Parameter, type ParameterConstructor } from './parameter.js';

@@ -32,6 +32,8 @@ export interface LoadReport {
 export abstract class Module<Inputs extends unknown[] = [Tensor], Output = Tensor> {
   /** @internal */
   _training = true;
+  /** @internal parameters, buffers and children registered under explicit (PyTorch) names */
+  _registered = new Map<string, unknown>();
 
   /** Computes the module's output. */
   abstract forward(...inputs: Inputs): Output;
@@ -249,8 +251,31 @@ export abstract class Module<Inputs extends unknown[] = [Tensor], Output = Tenso
     return `${name}(\n  ${lines.join('\n  ')}\n)`;
   }
 
-  /** @internal The module's own entries: properties in assignment order. */
+  /**
+   * Registers a parameter, buffer or child under an explicit name, for names that are not
+   * TypeScript property names (PyTorch's `running_mean`, `weight_ih_l0_reverse`). Properties
+   * assigned in the constructor are found without this.
+   */
+  protected register(name: string, value: Tensor | Module<any, any> | null): void {
+    if (typeof name !== 'string' || name === '' || name.includes('.') || name.startsWith('_')) {
+      throw invalidArgument(
+        'register',
+        'name',
+        "a non-empty name without '.' that does not start with '_'",
+        name,
+      );
+    }
+    this._registered.set(name, value);
+  }
+
+  /** The value registered under `name` (see `register`). */
+  protected registered<T>(name: string): T {
+    return this._registered.get(name) as T;
+  }
+
+  /** @internal The module's own entries: properties in assignment order, then registered names. */
   ownEntries(): [string, unknown][] {
-    return Object.entries(this).filter(([name]) => !name.startsWith('_'));
+    const properties = Object.entries(this).filter(([name]) => !name.startsWith('_'));
+    return [...properties, ...this._registered];
   }
 }

@@ -1,0 +1,75 @@
+// Small shared pieces of the layers: option checks and size normalisation.
+import { FlodlError, invalidArgument } from '@flodl/tensor-native';
+
+/** Rejects option keys the layer does not know (catches misspellings). */
+export function checkLayerOptions(
+  layer: string,
+  options: object | undefined,
+  allowed: readonly string[],
+): void {
+  if (options === undefined) return;
+  if (options === null || typeof options !== 'object')
+    throw invalidArgument(layer, 'options', 'an options object', options);
+  for (const key of Object.keys(options)) {
+    if (!allowed.includes(key)) {
+      throw new FlodlError('ERR_INVALID_ARGUMENT', `unknown option '${key}'`, {
+        op: layer,
+        expected: `one of ${allowed.join(', ')}`,
+        got: key,
+      });
+    }
+  }
+}
+
+/** A positive integer argument, named in the error. */
+export function positiveInteger(layer: string, name: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1)
+    throw invalidArgument(layer, name, 'a positive integer', value);
+  return value;
+}
+
+/** A number or a tuple of `length` numbers, as a tuple. */
+export function tuple(
+  layer: string,
+  name: string,
+  value: number | readonly number[],
+  length: number,
+): number[] {
+  const list = typeof value === 'number' ? Array.from({ length }, () => value) : [...value];
+  if (list.length !== length || !list.every((item) => Number.isSafeInteger(item))) {
+    throw invalidArgument(layer, name, `an integer or ${length} integers`, value);
+  }
+  return list;
+}
+
+/** Python's `True`/`False` for extra_repr strings. */
+export function pythonBool(value: boolean): string {
+  return value ? 'True' : 'False';
+}
+
+/** Python's tuple repr: `(3, 3)`, `(3,)`. */
+export function pythonTuple(values: readonly (number | string)[]): string {
+  return values.length === 1 ? `(${values[0]},)` : `(${values.join(', ')})`;
+}
+
+/** An int or a tuple of ints as PyTorch prints a size it stored as given: `3`, `(2, 3)`. */
+export function pythonSize(value: number | readonly number[]): string {
+  return typeof value === 'number' ? String(value) : pythonTuple(value);
+}
+
+/**
+ * Python's `repr` of a float, for settings PyTorch stores as floats: `1e-05` (not `1e-5`),
+ * `1.0` (not `1`), `0.1`; the digits are the shortest that round-trip, as in both languages.
+ */
+export function pythonFloat(value: number): string {
+  if (Number.isNaN(value)) return 'nan';
+  if (!Number.isFinite(value)) return value > 0 ? 'inf' : '-inf';
+  if (value === 0) return Object.is(value, -0) ? '-0.0' : '0.0';
+  const [mantissa, exponentText] = value.toExponential().split('e') as [string, string];
+  const exponent = Number(exponentText);
+  // Python switches to exponent notation below 1e-4 and from 1e16, with 2-digit exponents.
+  if (exponent < -4 || exponent >= 16) {
+    return `${mantissa}e${exponent < 0 ? '-' : '+'}${String(Math.abs(exponent)).padStart(2, '0')}`;
+  }
+  return Number.isInteger(value) ? `${value}.0` : String(value);
+}

@@ -1,0 +1,2 @@
+export * from './focal.js';
+export * from './losses.js';

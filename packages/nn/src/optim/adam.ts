@@ -1,0 +1,137 @@
+import { keep, type Tensor, zerosLike } from '@flodl/tensor-native';
+import { Optimizer, type OptimizerDefinition } from './optimizer.js';
+import { checkBetas, checkBoolean, checkNumberAtLeast } from './options.js';
+import type { OptimizerParams, ParamGroup } from './param-groups.js';
+import type { StateLayout } from './state-dict.js';
+
+/** Options of {@link Adam}; a parameter group may override any of them. */
+export interface AdamOptions {
+  /** Learning rate γ. Default 1e-3. */
+  lr?: number;
+  /** Decay rates (β1, β2) of the running averages of the gradient and its square. Default [0.9, 0.999]. */
+  betas?: [number, number];
+  /** Term ε added to the denominator. Default 1e-8. */
+  eps?: number;
+  /** L2 penalty λ added to the gradient. Default 0. */
+  weightDecay?: number;
+  /** Use the AMSGrad variant (the maximum of past second moments). Default false. */
+  amsgrad?: boolean;
+  /** Maximize the objective instead of minimizing it. Default false. */
+  maximize?: boolean;
+}
+
+/** The options of one Adam parameter group, every value resolved. */
+export type AdamGroupOptions = Required<AdamOptions>;
+
+/** Adam's per-parameter state. `maxExpAvgSq` exists with amsgrad only. */
+export type AdamState = {
+  step: number;
+  expAvg: Tensor;
+  expAvgSq: Tensor;
+  maxExpAvgSq?: Tensor | undefined;
+};
+
+/** @internal The option checks and state layout Adam and AdamW share. */
+export function adamDefinition(name: string, weightDecay: number): OptimizerDefinition<AdamGroupOptions> {
+  return {
+    name,
+    defaults: { lr: 1e-3, betas: [0.9, 0.999], eps: 1e-8, weightDecay, amsgrad: false, maximize: false },
+    validate(options, where) {
+      if (options.lr !== undefined) checkNumberAtLeast(name, `${where}.lr`, options.lr, 0);
+      if (options.betas !== undefined) checkBetas(name, `${where}.betas`, options.betas);
+      if (options.eps !== undefined) checkNumberAtLeast(name, `${where}.eps`, options.eps, 0);
+      if (options.weightDecay !== undefined) {
+        checkNumberAtLeast(name, `${where}.weightDecay`, options.weightDecay, 0);
+      }
+      if (options.amsgrad !== undefined) checkBoolean(name, `${where}.amsgrad`, options.amsgrad);
+      if (options.maximize !== undefined) checkBoolean(name, `${where}.maximize`, options.maximize);
+    },
+    stateLayout: ADAM_STATE_LAYOUT,
+  };
+}
+
+const ADAM_STATE_LAYOUT: StateLayout = {
+  step: 'count',
+  expAvg: 'tensor',
+  expAvgSq: 'tensor',
+  maxExpAvgSq: 'optionalTensor',
+};
+
+/** @internal Fresh Adam/AdamW state for `param`. */
+export function createAdamState(param: Tensor, group: AdamGroupOptions): AdamState {
+  const state: AdamState = { step: 0, expAvg: zerosLike(param), expAvgSq: zerosLike(param) };
+  if (group.amsgrad) state.maxExpAvgSq = zerosLike(param);
+  return state;
+}
+
+/**
+ * @internal The moment updates and the bias-corrected step shared by Adam and AdamW, op for op
+ * as `_single_tensor_adam(w)` (non-capturable path): `state.step` must already be incremented.
+ */
+export function adamUpdate(param: Tensor, grad: Tensor, state: AdamState, group: AdamGroupOptions): void {
+  const { lr, betas, eps, amsgrad } = group;
+  const [beta1, beta2] = betas;
+  state.expAvg.mul_(beta1).add_(grad, 1 - beta1);
+  state.expAvgSq.mul_(beta2).addcmul_(grad, grad, 1 - beta2);
+  const biasCorrection1 = 1 - beta1 ** state.step;
+  const biasCorrection2 = 1 - beta2 ** state.step;
+  const stepSize = lr / biasCorrection1;
+  const biasCorrection2Sqrt = Math.sqrt(biasCorrection2);
+  let secondMoment = state.expAvgSq;
+  if (amsgrad) {
+    // Created late when amsgrad is switched on after the first steps.
+    state.maxExpAvgSq ??= keep(zerosLike(param));
+    const maximum = state.maxExpAvgSq;
+    maximum.copy_(maximum.maximum(state.expAvgSq));
+    secondMoment = maximum;
+  }
+  const denominator = secondMoment.sqrt().div(biasCorrection2Sqrt).add_(eps);
+  param.addcdiv_(state.expAvg, denominator, -stepSize);
+}
+
+/**
+ * Adam: adaptive moment estimation with bias correction:
+ *
+ *     g ← ∇θ (negated when maximize) + λθ
+ *     m ← β1·m + (1 − β1)·g          v ← β2·v + (1 − β2)·g²
+ *     v̂max ← max(v̂max, v)           (amsgrad; v̂ below is then v̂max)
+ *     θ ← θ − γ/(1 − β1ᵗ) · m / (√v / √(1 − β2ᵗ) + ε)
+ *
+ * @param params the parameters, or parameter groups `{ params, ...options }`
+ * @param options {@link AdamOptions}
+ * @throws FlodlError ERR_INVALID_ARGUMENT for a negative lr/eps/weightDecay, betas outside
+ *   [0, 1), an unknown option, an empty parameter list or a parameter that does not require
+ *   grad; ERR_DTYPE for a non-floating parameter
+ * @example
+ * ```ts
+ * const optimizer = new Adam(model.parameters(), { lr: 1e-3, betas: [0.9, 0.98] });
+ * tidy(() => {
+ *   optimizer.zeroGrad();
+ *   lossFn(model.forward(input), target).backward();
+ *   optimizer.step();
+ * });
+ * ```
+ * PyTorch equivalent: `torch.optim.Adam(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
+ * weight_decay=0, amsgrad=False, maximize=False)` (the single-tensor code path, op for op).
+ */
+export class Adam extends Optimizer<AdamGroupOptions, AdamState> {
+  constructor(params: OptimizerParams<AdamGroupOptions>, options?: AdamOptions) {
+    super(params, options, adamDefinition('Adam', 0));
+  }
+
+  protected createState(param: Tensor, group: ParamGroup<AdamGroupOptions>): AdamState {
+    return createAdamState(param, group);
+  }
+
+  protected stepParameter(
+    param: Tensor,
+    grad: Tensor,
+    state: AdamState,
+    group: ParamGroup<AdamGroupOptions>,
+  ): void {
+    let direction = group.maximize ? grad.neg() : grad;
+    state.step += 1;
+    if (group.weightDecay !== 0) direction = direction.add(param, group.weightDecay);
+    adamUpdate(param, direction, state, group);
+  }
+}

@@ -1,0 +1,89 @@
+// Validation of optimizer options: every check names the argument (`options.lr`,
+// `paramGroups[1].betas`) and shows what was expected versus what came.
+import { FlodlError, invalidArgument } from '@flodl/tensor-native';
+
+/** @internal Throws ERR_INVALID_ARGUMENT for any key of `options` outside `allowed` (catches misspellings). */
+export function rejectUnknownKeys(
+  op: string,
+  where: string,
+  options: object,
+  allowed: readonly string[],
+  code: 'ERR_INVALID_ARGUMENT' | 'ERR_CHECKPOINT' = 'ERR_INVALID_ARGUMENT',
+): void {
+  for (const key of Object.keys(options)) {
+    if (!allowed.includes(key)) {
+      throw new FlodlError(code, `unknown option '${key}' in ${where}`, {
+        op,
+        expected: `one of ${allowed.join(', ')}`,
+        got: key,
+      });
+    }
+  }
+}
+
+/** @internal Checks that `value` is a plain options object (undefined is allowed and means `{}`). */
+export function checkOptionsObject(op: string, where: string, value: unknown): Record<string, unknown> {
+  if (value === undefined) return {};
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw invalidArgument(op, where, 'an options object', value);
+  }
+  return value as Record<string, unknown>;
+}
+
+/** @internal A finite number `>= minimum` (and `< below` when given). */
+export function checkNumberAtLeast(
+  op: string,
+  name: string,
+  value: unknown,
+  minimum: number,
+  below?: number,
+): number {
+  const inRange =
+    typeof value === 'number' &&
+    Number.isFinite(value) &&
+    value >= minimum &&
+    (below === undefined || value < below);
+  if (!inRange) {
+    const range =
+      below === undefined ? `a finite number >= ${minimum}` : `a number in [${minimum}, ${below})`;
+    throw invalidArgument(op, name, range, value);
+  }
+  return value as number;
+}
+
+/** @internal A finite number. */
+export function checkFiniteNumber(op: string, name: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isFinite(value))
+    throw invalidArgument(op, name, 'a finite number', value);
+  return value;
+}
+
+/** @internal A boolean. */
+export function checkBoolean(op: string, name: string, value: unknown): boolean {
+  if (typeof value !== 'boolean') throw invalidArgument(op, name, 'a boolean', value);
+  return value;
+}
+
+/** @internal Adam-style `betas`: two numbers, each in [0, 1). */
+export function checkBetas(op: string, name: string, value: unknown): [number, number] {
+  if (!Array.isArray(value) || value.length !== 2) {
+    throw invalidArgument(op, name, 'two numbers [beta1, beta2], each in [0, 1)', value);
+  }
+  checkNumberAtLeast(op, `${name}[0]`, value[0], 0, 1);
+  checkNumberAtLeast(op, `${name}[1]`, value[1], 0, 1);
+  return [value[0], value[1]];
+}
+
+/** @internal Re-throws an option error found while loading a state dict as ERR_CHECKPOINT. */
+export function asCheckpointError(error: unknown, op: string): unknown {
+  if (FlodlError.isInstance(error) && error.code === 'ERR_INVALID_ARGUMENT') {
+    const headline = (error.message.split('\n')[0] ?? '').replace(`${error.op}: `, '');
+    return new FlodlError('ERR_CHECKPOINT', `the state dict holds an ${headline}`, {
+      op,
+      expected: error.expected,
+      got: error.got,
+      cause: error,
+    });
+  }
+  return error;
+}

@@ -1,0 +1,131 @@
+import { readFileSync } from 'node:fs';
+import { FlodlError, keep, liveTensorCount, Tensor, tidy, zeros } from '@flodl/tensor-native';
+import { describe, expect, it } from 'vitest';
+import { clipGradNorm, clipGradValue } from '../src/clip.js';
+
+interface Encoded {
+  shape: number[];
+  data: number[];
+}
+type ClipCase =
+  | { kind: 'norm'; maxNorm: number; normType: number | 'inf'; totalNorm: number; clipped: Encoded[] }
+  | { kind: 'value'; clipValue: number; clipped: Encoded[] };
+
+const fixture = (
+  JSON.parse(readFileSync(new URL('./fixtures/optim.json', import.meta.url), 'utf8')) as {
+    clip: { grads: Encoded[]; cases: ClipCase[] };
+  }
+).clip;
+
+/** Parameters (zeros) whose gradients are the fixture's, plus one without a gradient. */
+function withGradients(): Tensor[] {
+  const params = fixture.grads.map((grad) => {
+    const param = keep(zeros(grad.shape, { dtype: 'float64' }).requiresGrad_());
+    tidy(() => param.setGrad(Tensor.from(Float64Array.from(grad.data), grad.shape)));
+    return param;
+  });
+  params.push(keep(zeros([3], { dtype: 'float64' }).requiresGrad_()));
+  return params;
+}
+
+function gradientValues(param: Tensor): number[] {
+  return tidy(() => Array.from(param.grad!.toTypedArray() as Float64Array));
+}
+
+function expectSame(actual: number[], expected: number[], label: string): void {
+  actual.forEach((value, k) => {
+    expect(value, `${label}[${k}]`).toBe(expected[k]);
+  });
+}
+
+function disposeAll(tensors: Tensor[]): void {
+  for (const tensor of tensors) tensor.dispose();
+}
+
+describe('clipGradNorm against PyTorch (bit for bit)', () => {
+  const cases = fixture.cases.filter((testCase) => testCase.kind === 'norm');
+  it.each(
+    cases.map((testCase) => [`p=${testCase.normType}, maxNorm=${testCase.maxNorm}`, testCase] as const),
+  )('%s', (_label, testCase) => {
+    const params = withGradients();
+    const normType = testCase.normType === 'inf' ? Number.POSITIVE_INFINITY : testCase.normType;
+    const total = clipGradNorm(params, testCase.maxNorm, normType);
+    expect(total).toBe(testCase.totalNorm);
+    testCase.clipped.forEach((expected, k) => {
+      expectSame(gradientValues(params[k]!), expected.data, `grad ${k}`);
+    });
+    expect(params[3]!.grad).toBeNull();
+    disposeAll(params);
+  });
+
+  it("accepts 'inf' and a single tensor, and returns 0 without gradients", () => {
+    const params = withGradients();
+    const infinity = fixture.cases.find(
+      (testCase) => testCase.kind === 'norm' && testCase.normType === 'inf' && testCase.maxNorm === 100,
+    ) as { totalNorm: number };
+    expect(clipGradNorm(params, 100, 'inf')).toBe(infinity.totalNorm);
+    expect(clipGradNorm(params[3]!, 1)).toBe(0);
+    expect(clipGradNorm([], 1)).toBe(0);
+    disposeAll(params);
+  });
+
+  it('throws on a non-finite norm only when asked to', () => {
+    const params = withGradients();
+    tidy(() => params[0]!.setGrad(params[0]!.detach().add(Number.NaN)));
+    const error = (() => {
+      try {
+        clipGradNorm(params, 1, 2, { errorIfNonfinite: true });
+      } catch (caught) {
+        return caught as FlodlError;
+      }
+      return null;
+    })();
+    expect(FlodlError.isInstance(error) && error.code).toBe('ERR_INVALID_ARGUMENT');
+    expect(Number.isNaN(clipGradNorm(params, 1))).toBe(true);
+    disposeAll(params);
+  });
+
+  it('rejects bad arguments', () => {
+    const params = withGradients();
+    for (const run of [
+      () => clipGradNorm(params, -1),
+      () => clipGradNorm(params, Number.NaN),
+      () => clipGradNorm(params, 1, Number.NaN),
+      () => clipGradNorm([params[0]!, 3 as unknown as Tensor], 1),
+      () => clipGradNorm(params, 1, 2, { errorIfNonFinite: true } as object),
+      () => clipGradValue(params, -0.5),
+      () => clipGradValue(42 as unknown as Tensor, 0.5),
+    ]) {
+      expect(run).toThrow(FlodlError);
+    }
+    disposeAll(params);
+  });
+
+  it('frees its temporaries', () => {
+    const params = withGradients();
+    const before = liveTensorCount();
+    for (let k = 0; k < 100; k++) {
+      clipGradNorm(params, 0.5);
+      clipGradNorm(params, 0.5, 'inf');
+      clipGradValue(params, 0.1);
+    }
+    expect(liveTensorCount()).toBe(before);
+    disposeAll(params);
+  });
+});
+
+describe('clipGradValue against PyTorch', () => {
+  const cases = fixture.cases.filter((testCase) => testCase.kind === 'value');
+  it.each(cases.map((testCase) => [testCase.clipValue, testCase] as const))(
+    'clipValue=%s',
+    (_value, testCase) => {
+      const params = withGradients();
+      clipGradValue(params, testCase.clipValue);
+      testCase.clipped.forEach((expected, k) => {
+        expect(gradientValues(params[k]!)).toEqual(expected.data);
+      });
+      expect(params[3]!.grad).toBeNull();
+      disposeAll(params);
+    },
+  );
+});

@@ -69,7 +69,8 @@ describe('training against PyTorch (AdamW, 100 steps, float64)', () => {
       new Linear(64, 10),
     );
     const losses = trainLikePyTorch(model, fixture.cnn);
-    losses.forEach((loss, step) => expect(loss, `step ${step}`).toBeCloseTo(fixture.cnn.losses[step]!, 9));
+    for (const [step, loss] of losses.entries())
+      expect(loss, `step ${step}`).toBeCloseTo(fixture.cnn.losses[step]!, 9);
     expect(losses.at(-1)!).toBeLessThan(losses[0]! / 2);
     model.dispose();
     expect(liveTensorCount()).toBe(before);
@@ -79,7 +80,8 @@ describe('training against PyTorch (AdamW, 100 steps, float64)', () => {
     const before = liveTensorCount();
     const model = new SequenceClassifier();
     const losses = trainLikePyTorch(model, fixture.lstm);
-    losses.forEach((loss, step) => expect(loss, `step ${step}`).toBeCloseTo(fixture.lstm.losses[step]!, 9));
+    for (const [step, loss] of losses.entries())
+      expect(loss, `step ${step}`).toBeCloseTo(fixture.lstm.losses[step]!, 9);
     expect(losses.at(-1)!).toBeLessThan(losses[0]! / 2);
     model.dispose();
     expect(liveTensorCount()).toBe(before);

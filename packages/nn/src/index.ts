@@ -8,6 +8,7 @@ export {
   type ScalableOptimizer,
 } from './amp/grad-scaler.js';
 export { load, save } from './checkpoint/module-io.js';
+export { loadOptimizer, saveOptimizer } from './checkpoint/optimizer-io.js';
 export {
   MAX_HEADER_BYTES,
   readSafetensors,

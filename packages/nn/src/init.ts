@@ -103,7 +103,9 @@ export function ones_<T extends Tensor>(tensor: T): T {
 /** U(-a, a) with a = gain·√(6 / (fanIn + fanOut)). PyTorch: `nn.init.xavier_uniform_`. */
 export function xavierUniform_<T extends Tensor>(tensor: T, gain = 1): T {
   const [fanIn, fanOut] = calculateFanInAndFanOut(tensor);
-  const bound = Math.sqrt(3) * gain * Math.sqrt(2 / (fanIn + fanOut));
+  // The same operation order as PyTorch, so the bound is the same double.
+  const std = gain * Math.sqrt(2 / (fanIn + fanOut));
+  const bound = Math.sqrt(3) * std;
   return uniform_(tensor, -bound, bound);
 }
 

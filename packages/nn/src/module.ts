@@ -149,13 +149,16 @@ export abstract class Module<Inputs extends unknown[] = [Tensor], Output = Tenso
       for (const tensor of [...this.parameters(), ...this.buffers()]) {
         tidy(() => {
           const floating = tensor.dtype.startsWith('float') || tensor.dtype === 'bfloat16';
-          const moved = tensor.to({
+          const target = {
             ...(options.device === undefined ? {} : { device: options.device }),
             ...(options.dtype === undefined || !floating ? {} : { dtype: options.dtype }),
-          });
-          tensor.setData(moved);
+          };
+          // The gradient moves with its parameter, as in PyTorch.
           const gradient = tensor.grad;
+          const movedGradient = gradient === null ? null : gradient.to(target);
           if (gradient !== null) tensor.setGrad(null);
+          tensor.setData(tensor.to(target));
+          if (movedGradient !== null) tensor.setGrad(movedGradient);
         });
       }
     });
@@ -167,10 +170,21 @@ export abstract class Module<Inputs extends unknown[] = [Tensor], Output = Tenso
    * tensors, detached; dispose them or read them inside tidy). PyTorch: `module.state_dict()`.
    */
   stateDict(): Record<string, Tensor> {
+    // PyTorch's order: each module's parameters, then its buffers, then its children.
     const record: Record<string, Tensor> = {};
-    for (const [name, parameter] of this.namedParameters()) record[name] = parameter.detach();
-    for (const [name, buffer] of this.namedBuffers()) {
-      if (bufferInfo(buffer)?.persistent) record[name] = buffer.detach();
+    const seen = new Set<Tensor>();
+    for (const [prefix, module] of this.namedModules()) {
+      const entries = module.ownEntries();
+      const qualified = (name: string) => (prefix === '' ? name : `${prefix}.${name}`);
+      for (const [name, value] of entries) {
+        if (isParameter(value) && !seen.has(value)) {
+          seen.add(value);
+          record[qualified(name)] = value.detach();
+        }
+      }
+      for (const [name, value] of entries) {
+        if (bufferInfo(value)?.persistent) record[qualified(name)] = (value as Tensor).detach();
+      }
     }
     return record;
   }

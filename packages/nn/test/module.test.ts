@@ -97,7 +97,14 @@ describe('Module', () => {
   it('to(dtype) converts in place, keeping each tensor’s identity', () => {
     const net = new Net();
     const first = net.parameters()[0]!;
+    tidy(() =>
+      net
+        .forward(randn([2, 4]))
+        .sum()
+        .backward(),
+    );
     net.to('float64');
+    expect(tidy(() => first.grad!.dtype)).toBe('float64');
     expect(net.parameters()[0]).toBe(first);
     expect(first.dtype).toBe('float64');
     expect(first.requiresGrad).toBe(true);

@@ -184,3 +184,42 @@ describe('save / load', () => {
     target.dispose();
   });
 });
+
+describe('optimizer checkpoints', () => {
+  it('saves Adam beside the model and resumes exactly', async () => {
+    const { Adam, saveOptimizer, loadOptimizer, SGD } = await import('../src/index.js');
+    const path = join(workspace, 'adam.safetensors');
+    const modelPath = join(workspace, 'model.safetensors');
+    const before = liveTensorCount();
+    const input = randn([8, 2]);
+    const train = (model: Small, optimizer: InstanceType<typeof Adam>, steps: number) => {
+      for (let k = 0; k < steps; k++) {
+        tidy(() => {
+          optimizer.zeroGrad();
+          model.forward(input).square().mean().backward();
+          optimizer.step();
+        });
+      }
+    };
+    const original = new Small();
+    const adam = new Adam(original.parameters(), { lr: 0.05, amsgrad: true });
+    train(original, adam, 5);
+    save(original, modelPath);
+    saveOptimizer(adam, path);
+    const resumed = new Small();
+    load(resumed, modelPath);
+    const resumedAdam = new Adam(resumed.parameters(), { lr: 0.05, amsgrad: true });
+    loadOptimizer(resumedAdam, path);
+    train(original, adam, 5);
+    train(resumed, resumedAdam, 5);
+    expect(tidy(() => resumed.weight.eq(original.weight).all().item())).toBe(true);
+    const sgd = new SGD(resumed.parameters(), { lr: 0.1 });
+    expect(caught(() => loadOptimizer(sgd, path)).code).toBe('ERR_CHECKPOINT');
+    expect(caught(() => loadOptimizer(sgd, modelPath)).code).toBe('ERR_CHECKPOINT');
+    for (const optimizer of [adam, resumedAdam, sgd]) optimizer.dispose();
+    original.dispose();
+    resumed.dispose();
+    input.dispose();
+    expect(liveTensorCount()).toBe(before);
+  });
+});

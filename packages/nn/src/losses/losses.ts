@@ -1,5 +1,6 @@
 // A loss module for every loss function (PyTorch: nn.MSELoss, nn.CrossEntropyLoss, ...).
-// Each holds its options and calls the functional form in forward.
+// Each holds its options and calls the functional form in forward; class weights are buffers
+// named as PyTorch names them (`weight`, `pos_weight`), so state dicts carry over.
 import {
   type BinaryCrossEntropyOptions,
   type BinaryCrossEntropyWithLogitsOptions,

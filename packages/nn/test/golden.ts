@@ -1,0 +1,150 @@
+// Reading the PyTorch goldens of scripts/make-goldens-layers.py and comparing tensors to them.
+import { readFileSync } from 'node:fs';
+import { type DType, Tensor } from '@flodl/tensor-native';
+import { expect } from 'vitest';
+
+/** A tensor as the golden script writes it. */
+export interface Encoded {
+  shape: number[];
+  dtype: DType;
+  data: number[];
+}
+
+/** An input: a tensor (with whether it takes gradients), a reference to an earlier input, or structure. */
+export type EncodedValue =
+  | { tensor: Encoded; grad: boolean }
+  | { ref: number }
+  | EncodedValue[]
+  | { [key: string]: EncodedValue }
+  | number
+  | string
+  | boolean
+  | null;
+
+/** Tolerances of a comparison: |actual − expected| ≤ atol + rtol·|expected|. */
+export interface Tolerance {
+  atol: number;
+  rtol: number;
+}
+
+/** float64 forward and backward against PyTorch's float64. */
+export const FLOAT64: Tolerance = { atol: 1e-10, rtol: 1e-9 };
+
+export function readFixture<T>(name: string): T {
+  return JSON.parse(readFileSync(new URL(`./fixtures/${name}`, import.meta.url), 'utf8')) as T;
+}
+
+/** The tensor an encoding describes (float32 values come back exactly: they were written with 9 digits). */
+export function decodeTensor(encoded: Encoded): Tensor {
+  const { shape, dtype, data } = encoded;
+  switch (dtype) {
+    case 'float64':
+      return Tensor.from(Float64Array.from(data), shape);
+    case 'float32':
+      return Tensor.from(Float32Array.from(data), shape);
+    case 'bool':
+      return Tensor.from(
+        data.map((value) => value !== 0),
+        shape,
+        { dtype: 'bool' },
+      );
+    default:
+      return Tensor.from(data, shape, { dtype });
+  }
+}
+
+function isTensorValue(value: object): value is { tensor: Encoded; grad: boolean } {
+  return 'tensor' in value;
+}
+
+function isReference(value: object): value is { ref: number } {
+  return 'ref' in value;
+}
+
+/**
+ * Decodes forward inputs; floating tensors marked `grad` become leaves that require grad and are
+ * listed in `leaves` under their position (`0`, `1.0`, `3.attnMask`), as the script names them.
+ */
+export function decodeInputs(values: EncodedValue[]): { inputs: unknown[]; leaves: Map<string, Tensor> } {
+  const leaves = new Map<string, Tensor>();
+  const walk = (value: EncodedValue, path: string): unknown => {
+    if (value === null) return undefined;
+    if (Array.isArray(value)) return value.map((item, k) => walk(item, `${path}.${k}`));
+    if (typeof value !== 'object') return value;
+    if (isTensorValue(value)) {
+      const tensor = decodeTensor(value.tensor);
+      if (value.grad) {
+        tensor.requiresGrad_(true);
+        leaves.set(path, tensor);
+      }
+      return tensor;
+    }
+    return Object.fromEntries(
+      Object.entries(value).map(([key, item]) => [key, walk(item, `${path}.${key}`)]),
+    );
+  };
+  const inputs: unknown[] = [];
+  values.forEach((value, k) => {
+    inputs.push(
+      value !== null && typeof value === 'object' && isReference(value)
+        ? inputs[value.ref]
+        : walk(value, String(k)),
+    );
+  });
+  return { inputs, leaves };
+}
+
+/** Decodes a constructor argument or option object (tensors become tensors, nulls stay null). */
+export function decodeOptions(value: EncodedValue): unknown {
+  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map(decodeOptions);
+  if (isTensorValue(value)) return decodeTensor(value.tensor);
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, decodeOptions(item)]));
+}
+
+/** A record of state_dict name → tensor. */
+export function decodeRecord(entries: [string, Encoded][]): Record<string, Tensor> {
+  return Object.fromEntries(entries.map(([key, encoded]) => [key, decodeTensor(encoded)]));
+}
+
+/** Checks shape and dtype, then every value within the tolerance (NaN only where PyTorch has NaN). */
+export function expectClose(
+  actual: Tensor | undefined,
+  expected: Encoded,
+  tolerance: Tolerance,
+  label: string,
+): void {
+  expect(actual, `${label}: missing`).toBeInstanceOf(Tensor);
+  const tensor = actual as Tensor;
+  expect([...tensor.shape], `${label}: shape`).toEqual(expected.shape);
+  expect(tensor.dtype, `${label}: dtype`).toBe(expected.dtype);
+  const values = Array.from(tensor.toTypedArray(), Number);
+  // float32 values were written with 9 significant digits: round back to the float32 itself.
+  const targets = expected.dtype === 'float32' ? expected.data.map(Math.fround) : expected.data;
+  let worst = { index: -1, excess: 0 };
+  values.forEach((value, index) => {
+    const target = targets[index]!;
+    const error = Math.abs(value - target);
+    const bound = tolerance.atol + tolerance.rtol * Math.abs(target);
+    const excess = Number.isNaN(target)
+      ? Number.isNaN(value)
+        ? 0
+        : 1
+      : Number.isNaN(error)
+        ? 1
+        : error - bound;
+    if (excess > worst.excess) worst = { index, excess };
+  });
+  if (worst.index >= 0) {
+    const { index } = worst;
+    expect.fail(
+      `${label}: element ${index} is ${values[index]}, PyTorch has ${targets[index]} ` +
+        `(atol ${tolerance.atol}, rtol ${tolerance.rtol})`,
+    );
+  }
+}
+
+/** Bit-for-bit equality (init values, integer results). */
+export function expectExact(actual: Tensor | undefined, expected: Encoded, label: string): void {
+  expectClose(actual, expected, { atol: 0, rtol: 0 }, label);
+}

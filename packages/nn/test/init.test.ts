@@ -1,0 +1,42 @@
+import { readFileSync } from 'node:fs';
+import { empty, manualSeed, type Tensor, tidy } from '@flodl/tensor-native';
+import { describe, expect, it } from 'vitest';
+import { init } from '../src/index.js';
+
+interface InitCase {
+  name: string;
+  seed: number;
+  shape: number[];
+  values: number[];
+}
+const fixture = JSON.parse(readFileSync(new URL('./fixtures/init.json', import.meta.url), 'utf8')) as {
+  cases: InitCase[];
+};
+
+const fills: Record<string, (tensor: Tensor) => void> = {
+  uniform_: (t) => init.uniform_(t, -0.5, 2),
+  normal_: (t) => init.normal_(t, 1, 0.5),
+  xavierUniform_: (t) => init.xavierUniform_(t, 1.5),
+  xavierNormal_: (t) => init.xavierNormal_(t),
+  'kaimingUniform_ a=sqrt5': (t) => init.kaimingUniform_(t, { a: Math.sqrt(5) }),
+  'kaimingUniform_ fan_out relu': (t) => init.kaimingUniform_(t, { mode: 'fan_out', nonlinearity: 'relu' }),
+  kaimingNormal_: (t) => init.kaimingNormal_(t, { nonlinearity: 'relu' }),
+  truncNormal_: (t) => init.truncNormal_(t, 0.5, 2, -1, 3),
+  'orthogonal_ tall': (t) => init.orthogonal_(t),
+  'orthogonal_ wide': (t) => init.orthogonal_(t, 2),
+  'orthogonal_ conv': (t) => init.orthogonal_(t),
+};
+
+describe('init against PyTorch (same seed, same values)', () => {
+  for (const golden of fixture.cases) {
+    it(golden.name, () =>
+      tidy(() => {
+        manualSeed(golden.seed);
+        const tensor = empty(golden.shape);
+        fills[golden.name]!(tensor);
+        const values = Array.from(tensor.toTypedArray() as Float32Array);
+        values.forEach((value, k) => expect(value, `element ${k}`).toBeCloseTo(golden.values[k]!, 5));
+      }),
+    );
+  }
+});

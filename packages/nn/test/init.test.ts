@@ -35,7 +35,8 @@ describe('init against PyTorch (same seed, same values)', () => {
         const tensor = empty(golden.shape);
         fills[golden.name]!(tensor);
         const values = Array.from(tensor.toTypedArray() as Float32Array);
-        values.forEach((value, k) => expect(value, `element ${k}`).toBeCloseTo(golden.values[k]!, 5));
+        for (const [k, value] of values.entries())
+          expect(value, `element ${k}`).toBeCloseTo(golden.values[k]!, 5);
       }),
     );
   }

@@ -31,7 +31,9 @@ export function saveOptimizer(optimizer: Optimizer<any, any>, path: string): voi
     for (const [index, entry] of Object.entries(state.state)) {
       for (const [name, value] of Object.entries(entry as ParameterState)) {
         if (value instanceof Tensor) tensors[`state.${index}.${name}`] = value;
-        else if (value !== undefined) (scalars[index] ??= {})[name] = value;
+        else if (value !== undefined) {
+          scalars[index] = { ...scalars[index], [name]: value };
+        }
       }
     }
     const metadata: Scalars = {
@@ -85,7 +87,8 @@ export function loadOptimizer(optimizer: Optimizer<any, any>, path: string): voi
         throw new FlodlError('ERR_CHECKPOINT', `unexpected tensor '${key}' in ${path}`, {
           op: 'loadOptimizer',
         });
-      (state[Number(match[1])] ??= {})[match[2]!] = tensor;
+      const index = Number(match[1]);
+      state[index] = { ...state[index], [match[2]!]: tensor };
     }
     optimizer.loadStateDict({ state, paramGroups: saved.paramGroups } as OptimizerStateDict);
   } finally {

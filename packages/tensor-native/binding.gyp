@@ -17,7 +17,8 @@
         "native/ops-autograd.cc",
         "native/ops-nn.cc",
         "native/ops-loss.cc",
-        "native/ops-rnn.cc"
+        "native/ops-rnn.cc",
+        "native/ops-optim.cc"
       ],
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")",

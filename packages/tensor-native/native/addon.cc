@@ -21,6 +21,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   flodl::registerNnOps(registry);
   flodl::registerLossOps(registry);
   flodl::registerRnnOps(registry);
+  flodl::registerOptimOps(registry);
   return exports;
 }
 

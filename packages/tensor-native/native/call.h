@@ -85,6 +85,7 @@ void registerAutogradOps(Registry& registry);
 void registerNnOps(Registry& registry);
 void registerLossOps(Registry& registry);
 void registerRnnOps(Registry& registry);
+void registerOptimOps(Registry& registry);
 
 }  // namespace flodl
 

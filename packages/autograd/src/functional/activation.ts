@@ -8,9 +8,9 @@ import {
   checkOneOf,
   checkOptions,
   checkTensor,
+  shapeError,
   shapeText,
-  sizeMismatch,
-} from './argument-checks.js';
+} from './arguments.js';
 
 /** Options of `leakyRelu`. */
 export interface LeakyReluOptions {
@@ -298,7 +298,7 @@ export function prelu(input: Tensor, weight: Tensor): Tensor {
   checkTensor('prelu', 'weight', weight);
   const channels = input.ndim >= 2 ? input.shape[1]! : 1;
   if (weight.ndim > 1 || (weight.numel !== 1 && weight.numel !== channels)) {
-    throw sizeMismatch(
+    throw shapeError(
       'prelu',
       'weight does not fit the channels',
       `1 or ${channels} slopes (input dim 1), as a 1-d tensor`,

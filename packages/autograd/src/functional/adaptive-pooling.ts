@@ -1,7 +1,7 @@
 // Adaptive pooling: the window adapts so that the output has the requested size (PyTorch:
 // torch.nn.functional.adaptive_avg_pool1d … adaptive_max_pool3d). Re-exported by pooling.ts.
 import { aten, invalidArgument, type Tensor, type ValuesIndices } from '@flodl/tensor-native';
-import { checkBoolean, checkOptions, checkRank, checkTensor, spatialLayouts } from './argument-checks.js';
+import { checkBoolean, checkOptions, checkRank, checkTensor, spatialLayouts } from './arguments.js';
 
 /** One output size per spatial dim (a number repeats); `null` keeps that dim's input size. */
 export type AdaptiveSize = number | null | readonly (number | null)[];

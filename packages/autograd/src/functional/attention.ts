@@ -6,12 +6,12 @@ import {
   checkBroadcastsTo,
   checkFloating,
   checkNumber,
-  checkOptionalTensor,
   checkOptions,
   checkSameDtype,
+  checkTensorOrUndefined,
   shapeError,
   shapeText,
-} from './loss-arguments.js';
+} from './arguments.js';
 
 /** Options of `scaledDotProductAttention`. */
 export interface ScaledDotProductAttentionOptions {
@@ -100,7 +100,7 @@ export function scaledDotProductAttention(
       [queries, keys, values].map(shapeText).join(', '),
     );
   }
-  const mask = checkOptionalTensor(op, 'attnMask', attnMask);
+  const mask = checkTensorOrUndefined(op, 'attnMask', attnMask);
   const causal = checkBoolean(op, 'isCausal', isCausal, false);
   if (mask !== undefined) {
     if (causal) {
@@ -114,7 +114,7 @@ export function scaledDotProductAttention(
     // The scores' shape (..., L, S).
     checkBroadcastsTo(op, 'attnMask', mask, [...batch, queries[queries.length - 2]!, keys[keys.length - 2]!]);
   }
-  const checkedScale = scale === undefined ? undefined : checkNumber(op, 'scale', scale, 0);
-  const probability = checkNumber(op, 'dropoutP', dropoutP, 0, { min: 0, max: 1 });
+  const checkedScale = scale === undefined ? undefined : checkNumber(op, 'scale', scale);
+  const probability = checkNumber(op, 'dropoutP', dropoutP, { fallback: 0, min: 0, max: 1 });
   return aten.call(op, tensors.query, tensors.key, tensors.value, mask, probability, causal, checkedScale);
 }

@@ -11,10 +11,10 @@ import {
   checkShape,
   checkTensor,
   expandSizes,
+  shapeError,
   shapeText,
-  sizeMismatch,
   spatialLayouts,
-} from './argument-checks.js';
+} from './arguments.js';
 
 /** One size for every spatial dim, or one per dim. */
 export type SpatialSize = number | readonly number[];
@@ -61,7 +61,7 @@ function checkGroupSplit(
   weight: Tensor,
 ): void {
   if (inChannels % groups !== 0 || outChannels % groups !== 0) {
-    throw sizeMismatch(
+    throw shapeError(
       op,
       'the channels do not split into groups',
       `in and out channels divisible by groups = ${groups}`,
@@ -96,7 +96,7 @@ function convolution(
   if (typeof padding === 'string') {
     paddingValue = checkOneOf(op, 'padding', padding, ['valid', 'same'] as const);
     if (paddingValue === 'same' && strides.some((step) => step !== 1)) {
-      throw sizeMismatch(
+      throw shapeError(
         op,
         "padding 'same' needs stride 1",
         'stride 1 in every dim',
@@ -106,11 +106,11 @@ function convolution(
   } else {
     paddingValue = expandSizes(op, 'padding', padding, spatial, 0);
   }
-  const count = checkInteger(op, 'groups', groups, 1);
+  const count = checkInteger(op, 'groups', groups, { min: 1 });
   const [outChannels, groupChannels] = weight.shape as [number, number];
   checkGroupSplit(op, count, channelsOf(input, spatial), outChannels, weight);
   if (groupChannels * count !== channelsOf(input, spatial)) {
-    throw sizeMismatch(
+    throw shapeError(
       op,
       'input channels do not match weight',
       `${groupChannels * count} input channels (weight.shape[1] · groups)`,
@@ -148,7 +148,7 @@ function transposedConvolution(
   const dilations = expandSizes(op, 'dilation', dilation, spatial, 1);
   outputPaddings.forEach((extra, k) => {
     if (extra >= strides[k]! && extra >= dilations[k]!) {
-      throw sizeMismatch(
+      throw shapeError(
         op,
         'outputPadding is too large',
         'outputPadding smaller than stride or dilation in every dim',
@@ -156,11 +156,11 @@ function transposedConvolution(
       );
     }
   });
-  const count = checkInteger(op, 'groups', groups, 1);
+  const count = checkInteger(op, 'groups', groups, { min: 1 });
   const [inChannels, groupChannels] = weight.shape as [number, number];
   checkGroupSplit(op, count, inChannels, groupChannels * count, weight);
   if (channelsOf(input, spatial) !== inChannels) {
-    throw sizeMismatch(
+    throw shapeError(
       op,
       'input channels do not match weight',
       `${inChannels} input channels (weight.shape[0])`,

@@ -1,7 +1,7 @@
 // Dropout (PyTorch: torch.nn.functional.dropout, dropout1d/2d/3d, alpha_dropout). The masks
 // come from libtorch's CPU generator, so `manualSeed` repeats them.
 import { aten, type Tensor } from '@flodl/tensor-native';
-import { checkBoolean, checkOptions, checkProbability, checkRank, checkTensor } from './argument-checks.js';
+import { checkBoolean, checkOptions, checkProbability, checkRank, checkTensor } from './arguments.js';
 
 /** Options of the dropout functions. */
 export interface DropoutOptions {

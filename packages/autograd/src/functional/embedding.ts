@@ -11,9 +11,9 @@ import {
   checkPositive,
   checkRank,
   checkTensor,
+  shapeError,
   shapeText,
-  sizeMismatch,
-} from './argument-checks.js';
+} from './arguments.js';
 
 /** Options of `embedding`. */
 export interface EmbeddingOptions {
@@ -55,7 +55,7 @@ function checkPaddingIdx(op: string, paddingIdx: unknown, rows: number): number 
   if (paddingIdx === undefined || paddingIdx === null) return undefined;
   const index = checkInteger(op, 'paddingIdx', paddingIdx);
   if (index < -rows || index >= rows) {
-    throw sizeMismatch(
+    throw shapeError(
       op,
       'paddingIdx is out of range',
       `an index in [${-rows}, ${rows - 1}] (weight rows)`,
@@ -184,7 +184,7 @@ export function embeddingBag(
   if (perSampleWeights !== undefined) {
     if (mode !== 'sum') throw badCombination(op, "perSampleWeights needs mode 'sum'", `mode '${mode}'`);
     if (shapeText(perSampleWeights.shape) !== shapeText(input.shape)) {
-      throw sizeMismatch(
+      throw shapeError(
         op,
         'perSampleWeights does not fit input',
         `shape ${shapeText(input.shape)} (the input's)`,

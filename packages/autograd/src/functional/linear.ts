@@ -8,9 +8,9 @@ import {
   checkRank,
   checkShape,
   checkTensor,
+  shapeError,
   shapeText,
-  sizeMismatch,
-} from './argument-checks.js';
+} from './arguments.js';
 
 /**
  * Applies an affine map: `y = x Wᵀ + b`.
@@ -38,7 +38,7 @@ export function linear(input: Tensor, weight: Tensor, bias?: Tensor): Tensor {
   const [outFeatures, inFeatures] = weight.shape as [number, number];
   const last = input.shape[input.ndim - 1];
   if (last !== inFeatures) {
-    throw sizeMismatch(
+    throw shapeError(
       'linear',
       'input and weight disagree on in_features',
       `input [..., ${inFeatures}] (weight.shape[1])`,
@@ -75,7 +75,7 @@ export function bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias?: 
   checkRank('bilinear', 'weight', weight, { 3: '(out_features, in1_features, in2_features)' });
   const [outFeatures, in1, in2] = weight.shape as [number, number, number];
   if (input1.ndim === 0 || input1.shape[input1.ndim - 1] !== in1) {
-    throw sizeMismatch(
+    throw shapeError(
       'bilinear',
       'input1 does not fit weight',
       `input1 [..., ${in1}] (weight.shape[1])`,
@@ -83,7 +83,7 @@ export function bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias?: 
     );
   }
   if (input2.ndim === 0 || input2.shape[input2.ndim - 1] !== in2) {
-    throw sizeMismatch(
+    throw shapeError(
       'bilinear',
       'input2 does not fit weight',
       `input2 [..., ${in2}] (weight.shape[2])`,
@@ -93,7 +93,7 @@ export function bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias?: 
   const leading1 = input1.shape.slice(0, -1);
   const leading2 = input2.shape.slice(0, -1);
   if (leading1.length !== leading2.length || leading1.some((size, k) => size !== leading2[k])) {
-    throw sizeMismatch(
+    throw shapeError(
       'bilinear',
       'input1 and input2 have different leading dims',
       `input2 [${[...leading1, in2].join(', ')}]`,

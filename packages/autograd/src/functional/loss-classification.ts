@@ -9,15 +9,15 @@ import {
   checkInteger,
   checkIntegerDtype,
   checkNumber,
-  checkOptionalTensor,
   checkOptions,
   checkReduction,
   checkSameDtype,
   checkShape,
   checkTensor,
+  checkTensorOrUndefined,
   type Reduction,
   shapeError,
-} from './loss-arguments.js';
+} from './arguments.js';
 
 /** Options of `nllLoss`. */
 export interface NllLossOptions {
@@ -73,7 +73,7 @@ function checkClassInput(op: string, input: unknown, weight: unknown): [Tensor, 
   if (checkedInput.ndim < 1)
     throw shapeError(op, 'input must have a class dim', '(C) or (N, C, d1, ..., dK)', checkedInput.shape);
   const classes = checkedInput.shape[checkedInput.ndim === 1 ? 0 : 1]!;
-  const checkedWeight = checkOptionalTensor(op, 'weight', weight);
+  const checkedWeight = checkTensorOrUndefined(op, 'weight', weight);
   if (checkedWeight !== undefined) {
     checkShape(op, 'weight', checkedWeight, [classes]);
     checkSameDtype(op, 'weight', checkedWeight, checkedInput, 'input');
@@ -113,7 +113,7 @@ export function crossEntropy(input: Tensor, target: Tensor, options?: CrossEntro
   ]);
   const [checkedInput, checkedWeight] = checkClassInput(op, input, weight);
   const checkedTarget = checkTensor(op, 'target', target);
-  const index = checkInteger(op, 'ignoreIndex', ignoreIndex, -100);
+  const index = checkInteger(op, 'ignoreIndex', ignoreIndex, { fallback: -100 });
   if (isFloatingPoint(checkedTarget.dtype)) {
     checkShape(op, 'target (class probabilities)', checkedTarget, checkedInput.shape);
     checkSameDtype(op, 'target (class probabilities)', checkedTarget, checkedInput, 'input');
@@ -136,7 +136,7 @@ export function crossEntropy(input: Tensor, target: Tensor, options?: CrossEntro
     checkedWeight,
     checkReduction(op, reduction),
     index,
-    checkNumber(op, 'labelSmoothing', labelSmoothing, 0, { min: 0, max: 1 }),
+    checkNumber(op, 'labelSmoothing', labelSmoothing, { fallback: 0, min: 0, max: 1 }),
   );
 }
 
@@ -169,7 +169,7 @@ export function nllLoss(input: Tensor, target: Tensor, options?: NllLossOptions)
   const [checkedInput, checkedWeight] = checkClassInput(op, input, weight);
   const checkedTarget = checkTensor(op, 'target', target);
   checkClassTarget(op, checkedInput, checkedTarget);
-  const index = checkInteger(op, 'ignoreIndex', ignoreIndex, -100);
+  const index = checkInteger(op, 'ignoreIndex', ignoreIndex, { fallback: -100 });
   return aten.call(op, checkedInput, checkedTarget, checkedWeight, checkReduction(op, reduction), index);
 }
 
@@ -183,7 +183,7 @@ function checkBinary(
   const checkedInput = checkFloating(op, 'input', input);
   const checkedTarget = checkFloating(op, 'target', target);
   checkShape(op, 'target', checkedTarget, checkedInput.shape);
-  const checkedWeight = checkOptionalTensor(op, 'weight', weight);
+  const checkedWeight = checkTensorOrUndefined(op, 'weight', weight);
   if (checkedWeight !== undefined) checkBroadcastsTo(op, 'weight', checkedWeight, checkedInput.shape);
   return [checkedInput, checkedTarget, checkedWeight];
 }
@@ -245,7 +245,7 @@ export function binaryCrossEntropyWithLogits(
   const op = 'binaryCrossEntropyWithLogits';
   const { weight, posWeight, reduction } = checkOptions(op, options, ['weight', 'posWeight', 'reduction']);
   const [checkedInput, checkedTarget, checkedWeight] = checkBinary(op, input, target, weight);
-  const checkedPosWeight = checkOptionalTensor(op, 'posWeight', posWeight);
+  const checkedPosWeight = checkTensorOrUndefined(op, 'posWeight', posWeight);
   if (checkedPosWeight !== undefined)
     checkBroadcastsTo(op, 'posWeight', checkedPosWeight, checkedInput.shape);
   return aten.call(

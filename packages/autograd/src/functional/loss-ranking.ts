@@ -7,14 +7,14 @@ import {
   checkFloating,
   checkNumber,
   checkOptions,
-  checkRank,
+  checkRankAmong,
   checkReduction,
   checkShape,
   checkTensor,
   type Reduction,
   shapeError,
   shapeText,
-} from './loss-arguments.js';
+} from './arguments.js';
 
 /** Options of `cosineEmbeddingLoss` and `marginRankingLoss`. */
 export interface MarginLossOptions {
@@ -36,6 +36,25 @@ export interface TripletMarginLossOptions {
   swap?: boolean;
   /** 'none', 'mean' or 'sum'. Default 'mean'. */
   reduction?: Reduction;
+}
+
+/**
+ * What cosineEmbeddingLoss and marginRankingLoss share: checks the options and both inputs,
+ * lets `checkTarget` check the shapes and return the target, then calls the op.
+ */
+function marginLoss(
+  op: string,
+  input1: unknown,
+  input2: unknown,
+  options: MarginLossOptions | undefined,
+  checkTarget: (first: Tensor, second: Tensor) => Tensor,
+): Tensor {
+  const { margin, reduction } = checkOptions(op, options, ['margin', 'reduction']);
+  const first = checkFloating(op, 'input1', input1);
+  const second = checkFloating(op, 'input2', input2);
+  const target = checkTarget(first, second);
+  const checkedMargin = checkNumber(op, 'margin', margin, { fallback: 0 });
+  return aten.call(op, first, second, target, checkedMargin, checkReduction(op, reduction));
 }
 
 /**
@@ -64,21 +83,13 @@ export function cosineEmbeddingLoss(
   options?: MarginLossOptions,
 ): Tensor {
   const op = 'cosineEmbeddingLoss';
-  const { margin, reduction } = checkOptions(op, options, ['margin', 'reduction']);
-  const first = checkFloating(op, 'input1', input1);
-  const second = checkFloating(op, 'input2', input2);
-  checkRank(op, 'input1', first, [1, 2], '(N, D) or (D)');
-  checkShape(op, 'input2', second, first.shape);
-  const checkedTarget = checkTensor(op, 'target', target);
-  checkShape(op, 'target', checkedTarget, first.shape.slice(0, -1));
-  return aten.call(
-    op,
-    first,
-    second,
-    checkedTarget,
-    checkNumber(op, 'margin', margin, 0),
-    checkReduction(op, reduction),
-  );
+  return marginLoss(op, input1, input2, options, (first, second) => {
+    checkRankAmong(op, 'input1', first, [1, 2], '(N, D) or (D)');
+    checkShape(op, 'input2', second, first.shape);
+    const checkedTarget = checkTensor(op, 'target', target);
+    checkShape(op, 'target', checkedTarget, first.shape.slice(0, -1));
+    return checkedTarget;
+  });
 }
 
 /**
@@ -107,29 +118,21 @@ export function marginRankingLoss(
   options?: MarginLossOptions,
 ): Tensor {
   const op = 'marginRankingLoss';
-  const { margin, reduction } = checkOptions(op, options, ['margin', 'reduction']);
-  const first = checkFloating(op, 'input1', input1);
-  const second = checkFloating(op, 'input2', input2);
-  const checkedTarget = checkTensor(op, 'target', target);
-  if (first.ndim !== second.ndim || first.ndim !== checkedTarget.ndim) {
-    const shapes = [first, second, checkedTarget].map((tensor) => shapeText(tensor.shape)).join(', ');
-    throw shapeError(
-      op,
-      'input1, input2 and target must have the same rank',
-      'three tensors of one rank',
-      shapes,
-    );
-  }
-  checkBroadcast(op, 'input1', first, 'input2', second);
-  checkBroadcast(op, 'input1', first, 'target', checkedTarget);
-  return aten.call(
-    op,
-    first,
-    second,
-    checkedTarget,
-    checkNumber(op, 'margin', margin, 0),
-    checkReduction(op, reduction),
-  );
+  return marginLoss(op, input1, input2, options, (first, second) => {
+    const checkedTarget = checkTensor(op, 'target', target);
+    if (first.ndim !== second.ndim || first.ndim !== checkedTarget.ndim) {
+      const shapes = [first, second, checkedTarget].map((tensor) => shapeText(tensor.shape)).join(', ');
+      throw shapeError(
+        op,
+        'input1, input2 and target must have the same rank',
+        'three tensors of one rank',
+        shapes,
+      );
+    }
+    checkBroadcast(op, 'input1', first, 'input2', second);
+    checkBroadcast(op, 'input1', first, 'target', checkedTarget);
+    return checkedTarget;
+  });
 }
 
 /**
@@ -169,7 +172,7 @@ export function tripletMarginLoss(
   const checkedAnchor = checkFloating(op, 'anchor', anchor);
   const checkedPositive = checkFloating(op, 'positive', positive);
   const checkedNegative = checkFloating(op, 'negative', negative);
-  checkRank(op, 'anchor', checkedAnchor, [1, 2], '(N, D) or (D)');
+  checkRankAmong(op, 'anchor', checkedAnchor, [1, 2], '(N, D) or (D)');
   for (const [name, tensor] of [
     ['positive', checkedPositive],
     ['negative', checkedNegative],
@@ -184,9 +187,9 @@ export function tripletMarginLoss(
     checkedAnchor,
     checkedPositive,
     checkedNegative,
-    checkNumber(op, 'margin', margin, 1),
-    checkNumber(op, 'p', p, 2, { min: Number.MIN_VALUE }),
-    checkNumber(op, 'eps', eps, 1e-6, { min: 0 }),
+    checkNumber(op, 'margin', margin, { fallback: 1 }),
+    checkNumber(op, 'p', p, { fallback: 2, min: Number.MIN_VALUE }),
+    checkNumber(op, 'eps', eps, { fallback: 1e-6, min: 0 }),
     checkBoolean(op, 'swap', swap, false),
     checkReduction(op, reduction),
   );

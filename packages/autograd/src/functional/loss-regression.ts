@@ -10,7 +10,7 @@ import {
   checkReduction,
   checkTensor,
   type Reduction,
-} from './loss-arguments.js';
+} from './arguments.js';
 
 /** Options of the losses that only reduce. */
 export interface LossOptions {
@@ -115,7 +115,7 @@ export function smoothL1Loss(input: Tensor, target: Tensor, options?: SmoothL1Lo
     'smoothL1Loss',
     ...pair,
     checkReduction('smoothL1Loss', reduction),
-    checkNumber('smoothL1Loss', 'beta', beta, 1, { min: 0 }),
+    checkNumber('smoothL1Loss', 'beta', beta, { fallback: 1, min: 0 }),
   );
 }
 
@@ -138,7 +138,7 @@ export function smoothL1Loss(input: Tensor, target: Tensor, options?: SmoothL1Lo
 export function huberLoss(input: Tensor, target: Tensor, options?: HuberLossOptions): Tensor {
   const { reduction, delta } = checkOptions('huberLoss', options, ['reduction', 'delta']);
   const pair = checkPair('huberLoss', input, target);
-  const checkedDelta = checkNumber('huberLoss', 'delta', delta, 1, { min: Number.MIN_VALUE });
+  const checkedDelta = checkNumber('huberLoss', 'delta', delta, { fallback: 1, min: Number.MIN_VALUE });
   return aten.call('huberLoss', ...pair, checkReduction('huberLoss', reduction), checkedDelta);
 }
 
@@ -174,7 +174,7 @@ export function poissonNllLoss(input: Tensor, target: Tensor, options?: PoissonN
     ...pair,
     checkBoolean(op, 'logInput', logInput, true),
     checkBoolean(op, 'full', full, false),
-    checkNumber(op, 'eps', eps, 1e-8, { min: 0 }),
+    checkNumber(op, 'eps', eps, { fallback: 1e-8, min: 0 }),
     checkReduction(op, reduction),
   );
 }

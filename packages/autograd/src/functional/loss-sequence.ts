@@ -7,12 +7,12 @@ import {
   checkInteger,
   checkIntegerDtype,
   checkOptions,
-  checkRank,
+  checkRankAmong,
   checkReduction,
   checkTensor,
   type Reduction,
   shapeError,
-} from './loss-arguments.js';
+} from './arguments.js';
 
 /** Options of `ctcLoss`. */
 export interface CtcLossOptions {
@@ -94,12 +94,12 @@ export function ctcLoss(
     'zeroInfinity',
   ]);
   const checkedLogProbs = checkFloating(op, 'logProbs', logProbs);
-  checkRank(op, 'logProbs', checkedLogProbs, [3, 2], '(T, N, C) or (T, C)');
+  checkRankAmong(op, 'logProbs', checkedLogProbs, [3, 2], '(T, N, C) or (T, C)');
   const [steps, classes] = [checkedLogProbs.shape[0]!, checkedLogProbs.shape[checkedLogProbs.ndim - 1]!];
   const batch = checkedLogProbs.ndim === 3 ? checkedLogProbs.shape[1]! : 1;
   const checkedTargets = checkTensor(op, 'targets', targets);
   checkIntegerDtype(op, 'targets', checkedTargets, ['int64', 'int32']);
-  checkRank(
+  checkRankAmong(
     op,
     'targets',
     checkedTargets,
@@ -109,7 +109,7 @@ export function ctcLoss(
   if (checkedTargets.ndim === 2 && checkedTargets.shape[0] !== batch) {
     throw shapeError(op, 'targets must have one row per batch entry', `(${batch}, S)`, checkedTargets.shape);
   }
-  const checkedBlank = checkInteger(op, 'blank', blank, 0, 0);
+  const checkedBlank = checkInteger(op, 'blank', blank, { fallback: 0, min: 0 });
   if (checkedBlank >= classes) {
     throw new FlodlError('ERR_INVALID_ARGUMENT', 'blank must be a class index', {
       op,

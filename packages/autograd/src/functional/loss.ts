@@ -1,6 +1,6 @@
 // Loss functions (PyTorch: the losses of torch.nn.functional), by family: element-wise
 // regression losses, class and probability losses, ranking losses and the CTC sequence loss.
-export type { Reduction } from './loss-arguments.js';
+export type { Reduction } from './arguments.js';
 export {
   type BinaryCrossEntropyOptions,
   type BinaryCrossEntropyWithLogitsOptions,

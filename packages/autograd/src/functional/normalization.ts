@@ -13,9 +13,9 @@ import {
   checkShape,
   checkTensor,
   expandSizes,
+  shapeError,
   shapeText,
-  sizeMismatch,
-} from './argument-checks.js';
+} from './arguments.js';
 
 /** Options of `batchNorm`. */
 export interface BatchNormOptions {
@@ -63,9 +63,80 @@ function checkChannelTensor(op: string, name: string, value: unknown, channels: 
   return tensor;
 }
 
-function checkStatistics(op: string, momentum: unknown, eps: unknown): void {
+/** What sets batchNorm and instanceNorm apart; `normWithStatistics` does the rest for both. */
+interface StatisticsNorm {
+  op: 'batchNorm' | 'instanceNorm';
+  /** The least input rank: 2 for `(N, C)`, 3 for `(N, C, L)`. */
+  minimumRank: number;
+  /** The option that picks the batch's own statistics over the running ones, and its default. */
+  flag: 'training' | 'useInputStats';
+  flagDefault: boolean;
+  /** How many values each batch statistic is taken over; one is too few. */
+  valuesPerStatistic: (input: Tensor, channels: number) => number;
+  tooFewValues: { message: string; expected: string };
+}
+
+const BATCH_NORM: StatisticsNorm = {
+  op: 'batchNorm',
+  minimumRank: 2,
+  flag: 'training',
+  flagDefault: false,
+  valuesPerStatistic: (input, channels) => input.numel / channels,
+  tooFewValues: {
+    message: 'training needs more than one value per channel',
+    expected: 'N · (spatial sizes) > 1',
+  },
+};
+
+const INSTANCE_NORM: StatisticsNorm = {
+  op: 'instanceNorm',
+  minimumRank: 3,
+  flag: 'useInputStats',
+  flagDefault: true,
+  valuesPerStatistic: (input, channels) => input.numel / (input.shape[0]! * channels),
+  tooFewValues: {
+    message: 'each plane needs more than one element',
+    expected: 'spatial sizes with a product > 1',
+  },
+};
+
+function normWithStatistics(
+  norm: StatisticsNorm,
+  input: Tensor,
+  runningMean: unknown,
+  runningVar: unknown,
+  weight: unknown,
+  bias: unknown,
+  options: (BatchNormOptions & InstanceNormOptions) | undefined,
+): Tensor {
+  const { op, flag } = norm;
+  checkTensor(op, 'input', input);
+  checkMinimumRank(op, 'input', input, norm.minimumRank, '(N, C, *)');
+  const channels = input.shape[1]!;
+  const mean = checkChannelTensor(op, 'runningMean', runningMean, channels);
+  const variance = checkChannelTensor(op, 'runningVar', runningVar, channels);
+  const scale = checkChannelTensor(op, 'weight', weight, channels);
+  const shift = checkChannelTensor(op, 'bias', bias, channels);
+  const {
+    [flag]: useBatch = norm.flagDefault,
+    momentum = 0.1,
+    eps = 1e-5,
+  } = checkOptions(op, options, [flag, 'momentum', 'eps']);
+  checkBoolean(op, flag, useBatch);
   checkNumber(op, 'momentum', momentum);
   checkPositive(op, 'eps', eps);
+  if (!useBatch && (mean === undefined || variance === undefined)) {
+    throw new FlodlError('ERR_INVALID_ARGUMENT', `running statistics are needed when ${flag} is false`, {
+      op,
+      expected: 'runningMean and runningVar tensors of shape (C)',
+      got: 'undefined',
+    });
+  }
+  if (useBatch && norm.valuesPerStatistic(input, channels) <= 1) {
+    const { message, expected } = norm.tooFewValues;
+    throw shapeError(op, message, expected, `input ${shapeText(input.shape)}`);
+  }
+  return aten.call(op, input, scale, shift, mean, variance, useBatch, momentum, eps);
 }
 
 /**
@@ -100,33 +171,7 @@ export function batchNorm(
   bias?: Tensor,
   options?: BatchNormOptions,
 ): Tensor {
-  const op = 'batchNorm';
-  checkTensor(op, 'input', input);
-  checkMinimumRank(op, 'input', input, 2, '(N, C, *)');
-  const channels = input.shape[1]!;
-  const mean = checkChannelTensor(op, 'runningMean', runningMean, channels);
-  const variance = checkChannelTensor(op, 'runningVar', runningVar, channels);
-  const scale = checkChannelTensor(op, 'weight', weight, channels);
-  const shift = checkChannelTensor(op, 'bias', bias, channels);
-  const {
-    training = false,
-    momentum = 0.1,
-    eps = 1e-5,
-  } = checkOptions(op, options, ['training', 'momentum', 'eps']);
-  checkBoolean(op, 'training', training);
-  checkStatistics(op, momentum, eps);
-  if (!training && (mean === undefined || variance === undefined)) {
-    throw missingStatistics(op, 'training is false');
-  }
-  if (training && input.numel / channels <= 1) {
-    throw sizeMismatch(
-      op,
-      'training needs more than one value per channel',
-      'N · (spatial sizes) > 1',
-      `input ${shapeText(input.shape)}`,
-    );
-  }
-  return aten.call(op, input, scale, shift, mean, variance, training, momentum, eps);
+  return normWithStatistics(BATCH_NORM, input, runningMean, runningVar, weight, bias, options);
 }
 
 /**
@@ -158,33 +203,7 @@ export function instanceNorm(
   bias?: Tensor,
   options?: InstanceNormOptions,
 ): Tensor {
-  const op = 'instanceNorm';
-  checkTensor(op, 'input', input);
-  checkMinimumRank(op, 'input', input, 3, '(N, C, *)');
-  const channels = input.shape[1]!;
-  const mean = checkChannelTensor(op, 'runningMean', runningMean, channels);
-  const variance = checkChannelTensor(op, 'runningVar', runningVar, channels);
-  const scale = checkChannelTensor(op, 'weight', weight, channels);
-  const shift = checkChannelTensor(op, 'bias', bias, channels);
-  const {
-    useInputStats = true,
-    momentum = 0.1,
-    eps = 1e-5,
-  } = checkOptions(op, options, ['useInputStats', 'momentum', 'eps']);
-  checkBoolean(op, 'useInputStats', useInputStats);
-  checkStatistics(op, momentum, eps);
-  if (!useInputStats && (mean === undefined || variance === undefined)) {
-    throw missingStatistics(op, 'useInputStats is false');
-  }
-  if (useInputStats && input.numel / (input.shape[0]! * channels) <= 1) {
-    throw sizeMismatch(
-      op,
-      'each plane needs more than one element',
-      'spatial sizes with a product > 1',
-      `input ${shapeText(input.shape)}`,
-    );
-  }
-  return aten.call(op, input, scale, shift, mean, variance, useInputStats, momentum, eps);
+  return normWithStatistics(INSTANCE_NORM, input, runningMean, runningVar, weight, bias, options);
 }
 
 /**
@@ -255,10 +274,10 @@ export function groupNorm(
   const op = 'groupNorm';
   checkTensor(op, 'input', input);
   checkMinimumRank(op, 'input', input, 2, '(N, C, *)');
-  checkInteger(op, 'numGroups', numGroups, 1);
+  checkInteger(op, 'numGroups', numGroups, { min: 1 });
   const channels = input.shape[1]!;
   if (channels % numGroups !== 0) {
-    throw sizeMismatch(
+    throw shapeError(
       op,
       'the channels do not split into groups',
       `C divisible by numGroups = ${numGroups}`,
@@ -299,7 +318,7 @@ export function rmsNorm(
 ): Tensor {
   const op = 'rmsNorm';
   const shape = checkNormalizedShape(op, input, normalizedShape);
-  checkFloating(op, 'input', input);
+  checkFloating(op, 'input', input, 'input must be floating point');
   const scale = checkOptionalTensor(op, 'weight', weight);
   if (scale !== undefined) checkShape(op, 'weight', scale, shape, 'normalizedShape');
   const { eps = MACHINE_EPSILON[input.dtype]! } = checkOptions(op, options, ['eps']);
@@ -314,7 +333,7 @@ function checkNormalizedShape(op: string, input: Tensor, normalizedShape: unknow
   const shape = expandSizes(op, 'normalizedShape', normalizedShape, Math.max(count, 1), 1);
   const trailing = input.shape.slice(input.ndim - shape.length);
   if (input.ndim < shape.length || trailing.some((size, k) => size !== shape[k])) {
-    throw sizeMismatch(
+    throw shapeError(
       op,
       'input does not end with normalizedShape',
       `input [*, ${shape.join(', ')}]`,
@@ -322,12 +341,4 @@ function checkNormalizedShape(op: string, input: Tensor, normalizedShape: unknow
     );
   }
   return shape;
-}
-
-function missingStatistics(op: string, reason: string): FlodlError {
-  return new FlodlError('ERR_INVALID_ARGUMENT', `running statistics are needed when ${reason}`, {
-    op,
-    expected: 'runningMean and runningVar tensors of shape (C)',
-    got: 'undefined',
-  });
 }

@@ -1,13 +1,6 @@
 // Padding (PyTorch: torch.nn.functional.pad): constant, reflect, replicate and circular.
 import { aten, FlodlError, invalidArgument, type Tensor } from '@flodl/tensor-native';
-import {
-  checkNumber,
-  checkOneOf,
-  checkOptions,
-  checkTensor,
-  shapeText,
-  sizeMismatch,
-} from './argument-checks.js';
+import { checkNumber, checkOneOf, checkOptions, checkTensor, shapeError, shapeText } from './arguments.js';
 
 /** Options of `pad`. */
 export interface PadOptions {
@@ -57,7 +50,7 @@ export function pad(input: Tensor, pad: readonly number[], options?: PadOptions)
   const mode = checkOneOf(op, 'mode', checked.mode ?? 'constant', MODES);
   const padded = pad.length / 2;
   if (padded > input.ndim) {
-    throw sizeMismatch(
+    throw shapeError(
       op,
       'pad has more pairs than input has dims',
       `at most ${input.ndim} pairs (input rank)`,
@@ -78,7 +71,7 @@ export function pad(input: Tensor, pad: readonly number[], options?: PadOptions)
   if (padded > 3 || (input.ndim !== padded + 1 && input.ndim !== padded + 2)) {
     const layout =
       padded <= 3 ? `a ${padded + 1}-d ${LAYOUTS[padded - 1]} input` : 'one to three padded dims';
-    throw sizeMismatch(
+    throw shapeError(
       op,
       `${mode} padding of ${padded} dims does not fit the input`,
       layout,
@@ -112,7 +105,7 @@ function checkPadSizes(op: string, mode: string, input: Tensor, pad: readonly nu
         mode === 'reflect'
           ? `pads smaller than the dim (< ${length})`
           : `pads at most the dim (<= ${length})`;
-      throw sizeMismatch(
+      throw shapeError(
         op,
         `${mode} pad ${k} is too large for dim ${dim}`,
         bound,

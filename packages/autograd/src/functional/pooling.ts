@@ -8,10 +8,10 @@ import {
   checkRank,
   checkTensor,
   expandSizes,
+  shapeError,
   shapeText,
-  sizeMismatch,
   spatialLayouts,
-} from './argument-checks.js';
+} from './arguments.js';
 import type { SpatialSize } from './conv.js';
 
 export * from './adaptive-pooling.js';
@@ -80,7 +80,7 @@ function checkWindow(
   };
   window.padding.forEach((pad, k) => {
     if (pad > Math.floor(kernel[k]! / 2)) {
-      throw sizeMismatch(
+      throw shapeError(
         op,
         'padding is larger than half the kernel',
         `padding <= kernelSize / 2 (kernelSize ${shapeText(kernel)})`,
@@ -91,7 +91,7 @@ function checkWindow(
   const sizes = input.shape.slice(-spatial);
   sizes.forEach((size, k) => {
     if (outputSize(size, window, k) < 1) {
-      throw sizeMismatch(
+      throw shapeError(
         op,
         'input is too small for the window',
         `spatial sizes that fit kernelSize ${shapeText(kernel)} with dilation ${shapeText(window.dilation)} and padding ${shapeText(window.padding)}`,
@@ -155,7 +155,7 @@ function avgPool(
   const divisor =
     checked.divisorOverride === undefined
       ? undefined
-      : checkInteger(op, 'divisorOverride', checked.divisorOverride, 1);
+      : checkInteger(op, 'divisorOverride', checked.divisorOverride, { min: 1 });
   return aten.call(
     'avgPool',
     input,

@@ -2,13 +2,13 @@
 import { aten, invalidArgument, type Tensor } from '@flodl/tensor-native';
 import {
   checkFloating,
-  checkOptionalTensor,
-  checkRank,
+  checkRankAmong,
   checkSameDtype,
   checkShape,
   checkTensor,
+  checkTensorOrUndefined,
   shapeError,
-} from './loss-arguments.js';
+} from './arguments.js';
 
 /** What `lstmCell` returns. */
 export interface LstmCellResult {
@@ -28,7 +28,7 @@ function checkCell(
   biases: [unknown, unknown],
 ): number[] {
   const checkedInput = checkFloating(op, 'input', input);
-  checkRank(op, 'input', checkedInput, [2, 1], '(N, H_in) or (H_in)');
+  checkRankAmong(op, 'input', checkedInput, [2, 1], '(N, H_in) or (H_in)');
   const recurrentWeight = checkTensor(op, 'wHh', weightHh);
   const hidden = recurrentWeight.shape[1] ?? 0;
   if (recurrentWeight.ndim !== 2 || recurrentWeight.shape[0] !== gates * hidden) {
@@ -39,7 +39,7 @@ function checkCell(
   checkShape(op, 'wIh', inputWeight, [gates * hidden, checkedInput.shape[checkedInput.ndim - 1]!]);
   checkSameDtype(op, 'wIh', inputWeight, checkedInput, 'input');
   (['bIh', 'bHh'] as const).forEach((name, k) => {
-    const bias = checkOptionalTensor(op, name, biases[k]);
+    const bias = checkTensorOrUndefined(op, name, biases[k]);
     if (bias === undefined) return;
     checkShape(op, name, bias, [gates * hidden]);
     checkSameDtype(op, name, bias, checkedInput, 'input');
@@ -47,11 +47,30 @@ function checkCell(
   return checkedInput.ndim === 2 ? [checkedInput.shape[0]!, hidden] : [hidden];
 }
 
-function checkCellState(op: string, name: string, value: unknown, shape: number[], input: Tensor): Tensor {
+/** @internal A recurrent state: a tensor of `shape` with the input's dtype (shared with recurrent.ts). */
+export function checkState(op: string, name: string, value: unknown, shape: number[], input: Tensor): Tensor {
   const state = checkTensor(op, name, value);
   checkShape(op, name, state, shape);
   checkSameDtype(op, name, state, input, 'input');
   return state;
+}
+
+/**
+ * @internal An LSTM's hidden and cell states, `names` in the messages; undefined when not given
+ * (shared with recurrent.ts).
+ */
+export function checkLstmStates(
+  op: string,
+  names: readonly [string, string],
+  state: unknown,
+  shape: number[],
+  input: Tensor,
+): Tensor[] | undefined {
+  if (state === undefined) return undefined;
+  if (!Array.isArray(state) || state.length !== 2) {
+    throw invalidArgument(op, 'state', `[${names[0]}, ${names[1]}] or undefined`, state);
+  }
+  return [checkState(op, names[0], state[0], shape, input), checkState(op, names[1], state[1], shape, input)];
 }
 
 /**
@@ -87,7 +106,7 @@ export function gruCell(
   bHh?: Tensor,
 ): Tensor {
   const stateShape = checkCell('gruCell', 3, input, wIh, wHh, [bIh, bHh]);
-  const state = hx === undefined ? undefined : checkCellState('gruCell', 'hx', hx, stateShape, input);
+  const state = hx === undefined ? undefined : checkState('gruCell', 'hx', hx, stateShape, input);
   return aten.call('gruCell', input, state, wIh, wHh, bIh, bHh);
 }
 
@@ -128,16 +147,7 @@ export function lstmCell(
   bHh?: Tensor,
 ): LstmCellResult {
   const stateShape = checkCell('lstmCell', 4, input, wIh, wHh, [bIh, bHh]);
-  let states: Tensor[] | undefined;
-  if (state !== undefined) {
-    if (!Array.isArray(state) || state.length !== 2) {
-      throw invalidArgument('lstmCell', 'state', '[hx, cx] or undefined', state);
-    }
-    states = [
-      checkCellState('lstmCell', 'hx', state[0], stateShape, input),
-      checkCellState('lstmCell', 'cx', state[1], stateShape, input),
-    ];
-  }
+  const states = checkLstmStates('lstmCell', ['hx', 'cx'], state, stateShape, input);
   const [h, c] = aten.call('lstmCell', input, states, wIh, wHh, bIh, bHh) as Tensor[];
   return { h: h!, c: c! };
 }

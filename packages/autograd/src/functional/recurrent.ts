@@ -7,12 +7,12 @@ import {
   checkInteger,
   checkNumber,
   checkOptions,
-  checkRank,
+  checkRankAmong,
   checkSameDtype,
   checkShape,
-  checkTensor,
   shapeError,
-} from './loss-arguments.js';
+} from './arguments.js';
+import { checkLstmStates, checkState } from './recurrent-cells.js';
 
 export { gruCell, type LstmCellResult, lstmCell } from './recurrent-cells.js';
 
@@ -79,13 +79,13 @@ function checkRecurrent(
 ): Layout {
   const given = checkOptions(op, options, OPTION_NAMES);
   const hasBiases = checkBoolean(op, 'hasBiases', given.hasBiases, true);
-  const numLayers = checkInteger(op, 'numLayers', given.numLayers, 1, 1);
-  const dropout = checkNumber(op, 'dropout', given.dropout, 0, { min: 0, max: 1 });
+  const numLayers = checkInteger(op, 'numLayers', given.numLayers, { fallback: 1, min: 1 });
+  const dropout = checkNumber(op, 'dropout', given.dropout, { fallback: 0, min: 0, max: 1 });
   const training = checkBoolean(op, 'training', given.training, true);
   const bidirectional = checkBoolean(op, 'bidirectional', given.bidirectional, false);
   const batchFirst = checkBoolean(op, 'batchFirst', given.batchFirst, false);
   const checkedInput = checkFloating(op, 'input', input);
-  checkRank(
+  checkRankAmong(
     op,
     'input',
     checkedInput,
@@ -142,13 +142,6 @@ function checkRecurrent(
   return { hasBiases, numLayers, dropout, training, bidirectional, batchFirst, stateShape };
 }
 
-function checkState(op: string, name: string, value: unknown, layout: Layout, input: Tensor): Tensor {
-  const state = checkTensor(op, name, value);
-  checkShape(op, name, state, layout.stateShape);
-  checkSameDtype(op, name, state, input, 'input');
-  return state;
-}
-
 function flags(layout: Layout): [boolean, number, number, boolean, boolean, boolean] {
   return [
     layout.hasBiases,
@@ -193,7 +186,7 @@ export function gru(
   options?: RecurrentOptions,
 ): GruResult {
   const layout = checkRecurrent('gru', 3, input, params, options);
-  const state = hx === undefined ? undefined : checkState('gru', 'hx', hx, layout, input);
+  const state = hx === undefined ? undefined : checkState('gru', 'hx', hx, layout.stateShape, input);
   const [output, hN] = aten.call('gru', input, state, params, ...flags(layout)) as Tensor[];
   return { output: output!, hN: hN! };
 }
@@ -232,16 +225,7 @@ export function lstm(
   options?: RecurrentOptions,
 ): LstmResult {
   const layout = checkRecurrent('lstm', 4, input, params, options);
-  let states: Tensor[] | undefined;
-  if (state !== undefined) {
-    if (!Array.isArray(state) || state.length !== 2) {
-      throw invalidArgument('lstm', 'state', '[h0, c0] or undefined', state);
-    }
-    states = [
-      checkState('lstm', 'h0', state[0], layout, input),
-      checkState('lstm', 'c0', state[1], layout, input),
-    ];
-  }
+  const states = checkLstmStates('lstm', ['h0', 'c0'], state, layout.stateShape, input);
   const [output, hN, cN] = aten.call('lstm', input, states, params, ...flags(layout)) as Tensor[];
   return { output: output!, hN: hN!, cN: cN! };
 }

@@ -9,9 +9,9 @@ import {
   checkRank,
   checkTensor,
   expandSizes,
+  shapeError,
   shapeText,
-  sizeMismatch,
-} from './argument-checks.js';
+} from './arguments.js';
 import type { SpatialSize } from './conv.js';
 
 /** Options of `interpolate`: exactly one of `size` and `scaleFactor`. */
@@ -79,7 +79,7 @@ export function interpolate(input: Tensor, options?: InterpolateOptions): Tensor
   const rank = checkRank(op, 'input', input, LAYOUTS);
   const needed = MODE_RANKS[mode];
   if (needed !== undefined && rank !== needed) {
-    throw sizeMismatch(
+    throw shapeError(
       op,
       `mode '${mode}' needs a ${needed}-d input`,
       `a ${needed}-d ${LAYOUTS[needed as 3 | 4 | 5]} tensor`,
@@ -159,10 +159,10 @@ function checkScales(op: string, value: unknown, length: number): number[] {
 export function pixelShuffle(input: Tensor, upscaleFactor: number): Tensor {
   const op = 'pixelShuffle';
   checkShuffleInput(op, input);
-  checkInteger(op, 'upscaleFactor', upscaleFactor, 1);
+  checkInteger(op, 'upscaleFactor', upscaleFactor, { min: 1 });
   const channels = input.shape[input.ndim - 3]!;
   if (channels % (upscaleFactor * upscaleFactor) !== 0) {
-    throw sizeMismatch(
+    throw shapeError(
       op,
       'the channels are not divisible by upscaleFactor²',
       `C divisible by ${upscaleFactor * upscaleFactor}`,
@@ -191,10 +191,10 @@ export function pixelShuffle(input: Tensor, upscaleFactor: number): Tensor {
 export function pixelUnshuffle(input: Tensor, downscaleFactor: number): Tensor {
   const op = 'pixelUnshuffle';
   checkShuffleInput(op, input);
-  checkInteger(op, 'downscaleFactor', downscaleFactor, 1);
+  checkInteger(op, 'downscaleFactor', downscaleFactor, { min: 1 });
   const [height, width] = input.shape.slice(-2) as [number, number];
   if (height % downscaleFactor !== 0 || width % downscaleFactor !== 0) {
-    throw sizeMismatch(
+    throw shapeError(
       op,
       'the height and width are not divisible by downscaleFactor',
       `H and W divisible by ${downscaleFactor}`,
@@ -207,7 +207,7 @@ export function pixelUnshuffle(input: Tensor, downscaleFactor: number): Tensor {
 function checkShuffleInput(op: string, input: Tensor): void {
   checkTensor(op, 'input', input);
   if (input.ndim < 3) {
-    throw sizeMismatch(
+    throw shapeError(
       op,
       'input has too few dimensions',
       'at least 3 dimensions (*, C, H, W)',
@@ -270,7 +270,7 @@ export function unfold(input: Tensor, kernelSize: SpatialSize, options?: FoldOpt
   checkRank(op, 'input', input, { 3: '(C, H, W)', 4: '(N, C, H, W)' });
   const blocks = checkBlocks(op, kernelSize, options);
   if (blockCounts(input.shape.slice(-2), blocks).some((count) => count < 1)) {
-    throw sizeMismatch(
+    throw shapeError(
       op,
       'input is smaller than the window',
       `H and W that fit kernelSize ${shapeText(blocks.kernel)} with dilation and padding`,
@@ -313,7 +313,7 @@ export function fold(
   const [rows, columns] = input.shape.slice(-2) as [number, number];
   const window = blocks.kernel[0]! * blocks.kernel[1]!;
   if (rows % window !== 0) {
-    throw sizeMismatch(
+    throw shapeError(
       op,
       'the rows are not divisible by the window size',
       `dim -2 divisible by kH·kW = ${window}`,
@@ -323,7 +323,7 @@ export function fold(
   const counts = blockCounts(size, blocks);
   const expected = counts[0]! * counts[1]!;
   if (counts.some((count) => count < 1) || columns !== expected) {
-    throw sizeMismatch(
+    throw shapeError(
       op,
       'the number of blocks does not match outputSize',
       `L = ${Math.max(expected, 0)} blocks for outputSize ${shapeText(size)}`,

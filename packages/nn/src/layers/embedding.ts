@@ -28,6 +28,18 @@ function checkPaddingIndex(layer: string, paddingIdx: number | undefined, rows: 
   return paddingIdx < 0 ? paddingIdx + rows : paddingIdx;
 }
 
+/** PyTorch's init of a lookup table: N(0, 1), the padding row at zero. */
+function resetTable(weight: Tensor, paddingIdx: number | undefined): void {
+  init.normal_(weight);
+  if (paddingIdx === undefined) return;
+  // A block body: tidy must not hand the row view back out of the scope.
+  noGrad(() =>
+    tidy(() => {
+      weight.select(0, paddingIdx).fill_(0);
+    }),
+  );
+}
+
 /** The settings PyTorch prints when they differ from the defaults: `max_norm=1.0, norm_type=1.0, ...`. */
 function lookupRepr(options: { maxNorm?: number; normType?: number; scaleGradByFreq?: boolean }): string[] {
   const parts: string[] = [];
@@ -60,16 +72,7 @@ export class Embedding extends Module {
     this.resetParameters();
   }
   resetParameters(): void {
-    init.normal_(this.weight);
-    if (this.paddingIdx !== undefined) {
-      const row = this.paddingIdx;
-      // A block body: tidy must not hand the row view back out of the scope.
-      noGrad(() =>
-        tidy(() => {
-          this.weight.select(0, row).fill_(0);
-        }),
-      );
-    }
+    resetTable(this.weight, this.paddingIdx);
   }
   forward(input: Tensor): Tensor {
     const { maxNorm, normType, scaleGradByFreq } = this.options;
@@ -129,16 +132,7 @@ export class EmbeddingBag extends Module<[Tensor, Tensor?, Tensor?], Tensor> {
     this.resetParameters();
   }
   resetParameters(): void {
-    init.normal_(this.weight);
-    if (this.paddingIdx !== undefined) {
-      const row = this.paddingIdx;
-      // A block body: tidy must not hand the row view back out of the scope.
-      noGrad(() =>
-        tidy(() => {
-          this.weight.select(0, row).fill_(0);
-        }),
-      );
-    }
+    resetTable(this.weight, this.paddingIdx);
   }
   forward(input: Tensor, offsets?: Tensor, perSampleWeights?: Tensor): Tensor {
     const { maxNorm, normType, scaleGradByFreq, includeLastOffset } = this.options;

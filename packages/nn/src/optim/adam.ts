@@ -31,8 +31,8 @@ export type AdamState = {
   maxExpAvgSq?: Tensor | undefined;
 };
 
-/** @internal The option checks and state layout Adam and AdamW share. */
-export function adamDefinition(name: string, weightDecay: number): OptimizerDefinition<AdamGroupOptions> {
+/** The option checks and state layout of Adam and AdamW. */
+function adamDefinition(name: string, weightDecay: number): OptimizerDefinition<AdamGroupOptions> {
   return {
     name,
     defaults: { lr: 1e-3, betas: [0.9, 0.999], eps: 1e-8, weightDecay, amsgrad: false, maximize: false },
@@ -57,18 +57,18 @@ const ADAM_STATE_LAYOUT: StateLayout = {
   maxExpAvgSq: 'optionalTensor',
 };
 
-/** @internal Fresh Adam/AdamW state for `param`. */
-export function createAdamState(param: Tensor, group: AdamGroupOptions): AdamState {
+/** Fresh Adam/AdamW state for `param`. */
+function createAdamState(param: Tensor, group: AdamGroupOptions): AdamState {
   const state: AdamState = { step: 0, expAvg: zerosLike(param), expAvgSq: zerosLike(param) };
   if (group.amsgrad) state.maxExpAvgSq = zerosLike(param);
   return state;
 }
 
 /**
- * @internal The moment updates and the bias-corrected step shared by Adam and AdamW, op for op
+ * The moment updates and the bias-corrected step of Adam and AdamW, op for op
  * as `_single_tensor_adam(w)` (non-capturable path): `state.step` must already be incremented.
  */
-export function adamUpdate(param: Tensor, grad: Tensor, state: AdamState, group: AdamGroupOptions): void {
+function adamUpdate(param: Tensor, grad: Tensor, state: AdamState, group: AdamGroupOptions): void {
   const { lr, betas, eps, amsgrad } = group;
   const [beta1, beta2] = betas;
   state.expAvg.mul_(beta1).add_(grad, 1 - beta1);
@@ -87,6 +87,39 @@ export function adamUpdate(param: Tensor, grad: Tensor, state: AdamState, group:
   }
   const denominator = secondMoment.sqrt().div(biasCorrection2Sqrt).add_(eps);
   param.addcdiv_(state.expAvg, denominator, -stepSize);
+}
+
+/**
+ * @internal What Adam and AdamW share: options, state, and the step up to weight decay, which
+ * each applies its own way in `decay`.
+ */
+export abstract class AdamBase extends Optimizer<AdamGroupOptions, AdamState> {
+  protected constructor(
+    params: OptimizerParams<AdamGroupOptions>,
+    options: AdamOptions | undefined,
+    name: string,
+    weightDecay: number,
+  ) {
+    super(params, options, adamDefinition(name, weightDecay));
+  }
+
+  /** Applies weight decay; returns the gradient the moments are taken of. */
+  protected abstract decay(param: Tensor, grad: Tensor, group: AdamGroupOptions): Tensor;
+
+  protected createState(param: Tensor, group: ParamGroup<AdamGroupOptions>): AdamState {
+    return createAdamState(param, group);
+  }
+
+  protected stepParameter(
+    param: Tensor,
+    grad: Tensor,
+    state: AdamState,
+    group: ParamGroup<AdamGroupOptions>,
+  ): void {
+    const direction = group.maximize ? grad.neg() : grad;
+    state.step += 1;
+    adamUpdate(param, this.decay(param, direction, group), state, group);
+  }
 }
 
 /**
@@ -114,24 +147,13 @@ export function adamUpdate(param: Tensor, grad: Tensor, state: AdamState, group:
  * PyTorch equivalent: `torch.optim.Adam(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
  * weight_decay=0, amsgrad=False, maximize=False)` (the single-tensor code path, op for op).
  */
-export class Adam extends Optimizer<AdamGroupOptions, AdamState> {
+export class Adam extends AdamBase {
   constructor(params: OptimizerParams<AdamGroupOptions>, options?: AdamOptions) {
-    super(params, options, adamDefinition('Adam', 0));
+    super(params, options, 'Adam', 0);
   }
 
-  protected createState(param: Tensor, group: ParamGroup<AdamGroupOptions>): AdamState {
-    return createAdamState(param, group);
-  }
-
-  protected stepParameter(
-    param: Tensor,
-    grad: Tensor,
-    state: AdamState,
-    group: ParamGroup<AdamGroupOptions>,
-  ): void {
-    let direction = group.maximize ? grad.neg() : grad;
-    state.step += 1;
-    if (group.weightDecay !== 0) direction = direction.add(param, group.weightDecay);
-    adamUpdate(param, direction, state, group);
+  /** L2 penalty: λθ enters the gradient. */
+  protected decay(param: Tensor, grad: Tensor, group: AdamGroupOptions): Tensor {
+    return group.weightDecay === 0 ? grad : grad.add(param, group.weightDecay);
   }
 }

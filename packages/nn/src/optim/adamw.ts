@@ -1,14 +1,6 @@
 import type { Tensor } from '@flodl/tensor-native';
-import {
-  type AdamGroupOptions,
-  type AdamOptions,
-  type AdamState,
-  adamDefinition,
-  adamUpdate,
-  createAdamState,
-} from './adam.js';
-import { Optimizer } from './optimizer.js';
-import type { OptimizerParams, ParamGroup } from './param-groups.js';
+import { AdamBase, type AdamGroupOptions, type AdamOptions } from './adam.js';
+import type { OptimizerParams } from './param-groups.js';
 
 /** Options of {@link AdamW}: Adam's, with `weightDecay` defaulting to 1e-2 and applied decoupled. */
 export type AdamWOptions = AdamOptions;
@@ -40,24 +32,14 @@ export type AdamWOptions = AdamOptions;
  * PyTorch equivalent: `torch.optim.AdamW(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
  * weight_decay=1e-2, amsgrad=False, maximize=False)` (the single-tensor code path, op for op).
  */
-export class AdamW extends Optimizer<AdamGroupOptions, AdamState> {
+export class AdamW extends AdamBase {
   constructor(params: OptimizerParams<AdamGroupOptions>, options?: AdamWOptions) {
-    super(params, options, adamDefinition('AdamW', 1e-2));
+    super(params, options, 'AdamW', 1e-2);
   }
 
-  protected createState(param: Tensor, group: ParamGroup<AdamGroupOptions>): AdamState {
-    return createAdamState(param, group);
-  }
-
-  protected stepParameter(
-    param: Tensor,
-    grad: Tensor,
-    state: AdamState,
-    group: ParamGroup<AdamGroupOptions>,
-  ): void {
-    const direction = group.maximize ? grad.neg() : grad;
-    state.step += 1;
+  /** Decoupled: the parameters shrink by γλ; the gradient is left as it is. */
+  protected decay(param: Tensor, grad: Tensor, group: AdamGroupOptions): Tensor {
     param.mul_(1 - group.lr * group.weightDecay);
-    adamUpdate(param, direction, state, group);
+    return grad;
   }
 }

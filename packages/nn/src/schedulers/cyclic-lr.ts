@@ -1,7 +1,13 @@
 import { invalidArgument } from '@flodl/tensor-native';
 import type { Optimizer } from '../optim/optimizer.js';
-import { checkCyclableMomentum, LRScheduler } from './lr-scheduler.js';
-import { checkChoice, checkNumberIn, checkSchedulerOptions, checkStep, perGroup } from './validate.js';
+import { cyclicMomentumBounds, LRScheduler, type MomentumBounds } from './lr-scheduler.js';
+import {
+  checkChoice,
+  checkNumberIn,
+  checkSchedulerOptions,
+  checkStep,
+  nonNegativePerGroup,
+} from './validate.js';
 
 /** Options of {@link CyclicLR}; the pure {@link cyclicLr} takes single numbers. */
 export interface CyclicLROptions {
@@ -155,27 +161,16 @@ export class CyclicLR extends LRScheduler {
   /** Each group's upper bound. */
   readonly maxLrs: readonly number[];
   private readonly wave: Wave;
-  private readonly momenta: { base: number[]; max: number[] } | null;
+  private readonly momenta: MomentumBounds | null;
 
   constructor(optimizer: Optimizer, options: CyclicLROptions) {
     const op = 'CyclicLR';
     const wave = resolveWave(op, options);
     const groups = optimizer?.paramGroups?.length ?? 0;
-    const nonNegative = (name: string, value: unknown) => checkNumberIn(op, name, value, 0, Infinity);
-    super(optimizer, op, perGroup(op, 'options.baseLr', options.baseLr, groups, nonNegative));
+    super(optimizer, op, nonNegativePerGroup(op, 'options.baseLr', options.baseLr, groups));
     this.wave = wave;
-    this.maxLrs = Object.freeze(perGroup(op, 'options.maxLr', options.maxLr, groups, nonNegative));
-    const cycleMomentum = options.cycleMomentum ?? true;
-    if (typeof cycleMomentum !== 'boolean')
-      throw invalidArgument(op, 'options.cycleMomentum', 'a boolean', cycleMomentum);
-    this.momenta = null;
-    if (cycleMomentum) {
-      checkCyclableMomentum(op, optimizer);
-      this.momenta = {
-        base: perGroup(op, 'options.baseMomentum', options.baseMomentum ?? 0.8, groups, nonNegative),
-        max: perGroup(op, 'options.maxMomentum', options.maxMomentum ?? 0.9, groups, nonNegative),
-      };
-    }
+    this.maxLrs = Object.freeze(nonNegativePerGroup(op, 'options.maxLr', options.maxLr, groups));
+    this.momenta = cyclicMomentumBounds(op, optimizer, options, { base: 0.8, max: 0.9 });
     this.initialStep();
   }
 

@@ -2,6 +2,7 @@
 // optimizer's groups at each `step()`.
 import { describeValue, FlodlError, invalidArgument } from '@flodl/tensor-native';
 import { Optimizer } from '../optim/optimizer.js';
+import { nonNegativePerGroup } from './validate.js';
 
 /** A learning-rate schedule as a pure function of the step (0 = before the first update). */
 export type LrSchedule = (step: number) => number;
@@ -139,4 +140,39 @@ export function checkCyclableMomentum(op: string, optimizer: Optimizer): void {
     expected: 'an optimizer with momentum or betas (SGD, RMSprop, Adam, ...), or cycleMomentum: false',
     got: optimizer.constructor.name,
   });
+}
+
+/** @internal The options of the schedulers that cycle momentum (CyclicLR, OneCycleLR). */
+export interface CyclicMomentumOptions {
+  cycleMomentum?: boolean;
+  baseMomentum?: number | readonly number[];
+  maxMomentum?: number | readonly number[];
+}
+
+/** @internal Each group's lowest (`base`) and highest (`max`) momentum. */
+export interface MomentumBounds {
+  base: number[];
+  max: number[];
+}
+
+/**
+ * @internal Each group's momentum bounds for a scheduler that cycles momentum (or beta1), the
+ * options' or else `defaults`; null when `cycleMomentum` is false.
+ */
+export function cyclicMomentumBounds(
+  op: string,
+  optimizer: Optimizer,
+  options: CyclicMomentumOptions,
+  defaults: { base: number; max: number },
+): MomentumBounds | null {
+  const cycleMomentum = options.cycleMomentum ?? true;
+  if (typeof cycleMomentum !== 'boolean')
+    throw invalidArgument(op, 'options.cycleMomentum', 'a boolean', cycleMomentum);
+  if (!cycleMomentum) return null;
+  checkCyclableMomentum(op, optimizer);
+  const groups = optimizer.paramGroups.length;
+  return {
+    base: nonNegativePerGroup(op, 'options.baseMomentum', options.baseMomentum ?? defaults.base, groups),
+    max: nonNegativePerGroup(op, 'options.maxMomentum', options.maxMomentum ?? defaults.max, groups),
+  };
 }

@@ -1,13 +1,13 @@
 import { FlodlError, invalidArgument } from '@flodl/tensor-native';
 import type { Optimizer } from '../optim/optimizer.js';
-import { checkCyclableMomentum, LRScheduler } from './lr-scheduler.js';
+import { cyclicMomentumBounds, LRScheduler, type MomentumBounds } from './lr-scheduler.js';
 import {
   checkChoice,
   checkInteger,
   checkNumberIn,
   checkSchedulerOptions,
   checkStep,
-  perGroup,
+  nonNegativePerGroup,
 } from './validate.js';
 
 /** Options of {@link OneCycleLR}; the pure {@link oneCycleLr} takes single numbers. */
@@ -222,14 +222,13 @@ export class OneCycleLR extends LRScheduler {
   /** Each group's peak learning rate. */
   readonly maxLrs: readonly number[];
   private readonly cycle: Cycle;
-  private readonly momenta: { base: number[]; max: number[] } | null;
+  private readonly momenta: MomentumBounds | null;
 
   constructor(optimizer: Optimizer, options: OneCycleLROptions) {
     const op = 'OneCycleLR';
     const cycle = resolveCycle(op, options);
     const groups = optimizer?.paramGroups?.length ?? 0;
-    const nonNegative = (name: string, value: unknown) => checkNumberIn(op, name, value, 0, Infinity);
-    const maxLrs = perGroup(op, 'options.maxLr', options.maxLr, groups, nonNegative);
+    const maxLrs = nonNegativePerGroup(op, 'options.maxLr', options.maxLr, groups);
     super(
       optimizer,
       op,
@@ -238,17 +237,7 @@ export class OneCycleLR extends LRScheduler {
     this.cycle = cycle;
     this.totalSteps = cycle.totalSteps;
     this.maxLrs = Object.freeze(maxLrs);
-    const cycleMomentum = options.cycleMomentum ?? true;
-    if (typeof cycleMomentum !== 'boolean')
-      throw invalidArgument(op, 'options.cycleMomentum', 'a boolean', cycleMomentum);
-    this.momenta = null;
-    if (cycleMomentum) {
-      checkCyclableMomentum(op, optimizer);
-      this.momenta = {
-        base: perGroup(op, 'options.baseMomentum', options.baseMomentum ?? 0.85, groups, nonNegative),
-        max: perGroup(op, 'options.maxMomentum', options.maxMomentum ?? 0.95, groups, nonNegative),
-      };
-    }
+    this.momenta = cyclicMomentumBounds(op, optimizer, options, { base: 0.85, max: 0.95 });
     this.initialStep();
   }
 

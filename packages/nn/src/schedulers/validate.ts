@@ -69,6 +69,13 @@ export function perGroup(
   return new Array<number>(groups).fill(single);
 }
 
+/** @internal One finite number >= 0 per parameter group (learning rates, momenta). */
+export function nonNegativePerGroup(op: string, name: string, value: unknown, groups: number): number[] {
+  return perGroup(op, name, value, groups, (itemName, item) =>
+    checkNumberIn(op, itemName, item, 0, Infinity),
+  );
+}
+
 /** @internal One of the listed strings. */
 export function checkChoice<T extends string>(
   op: string,

@@ -234,6 +234,7 @@ describe('state dicts', () => {
         weightDecay: 0,
         amsgrad: false,
         maximize: false,
+        fused: false,
         params: [0, 1],
       },
       {
@@ -243,6 +244,7 @@ describe('state dicts', () => {
         weightDecay: 0,
         amsgrad: false,
         maximize: false,
+        fused: false,
         params: [2, 3],
       },
     ]);
@@ -362,6 +364,7 @@ describe('groups, learning rates and gradients', () => {
           amsgrad: false
           betas: [0.9, 0.999]
           eps: 1e-8
+          fused: false
           lr: 0.01
           maximize: false
           weightDecay: 0
@@ -369,6 +372,7 @@ describe('groups, learning rates and gradients', () => {
           amsgrad: true
           betas: [0.9, 0.999]
           eps: 1e-8
+          fused: false
           lr: 0.1
           maximize: false
           weightDecay: 0
@@ -479,10 +483,10 @@ describe('errors', () => {
       expectFlodlError(() => new Adam(params, { learningRate: 0.1 } as object), 'ERR_INVALID_ARGUMENT')
         .message,
     ).toMatchInlineSnapshot(`
-        "Adam: unknown option 'learningRate' in options
-          expected: one of lr, betas, eps, weightDecay, amsgrad, maximize
-          got: learningRate"
-      `);
+      "Adam: unknown option 'learningRate' in options
+        expected: one of lr, betas, eps, weightDecay, amsgrad, maximize, fused
+        got: learningRate"
+    `);
     expectFlodlError(() => new Adam([{ params, weight_decay: 0.1 } as never]), 'ERR_INVALID_ARGUMENT');
     expectFlodlError(() => new SGD(params), 'ERR_INVALID_ARGUMENT'); // SGD has no default lr
     expectFlodlError(() => new SGD(params, { lr: -0.1 }), 'ERR_INVALID_ARGUMENT');

@@ -1,5 +1,5 @@
-import { keep, type Tensor, zerosLike } from '@flodl/tensor-native';
-import { Optimizer, type OptimizerDefinition } from './optimizer.js';
+import { aten, FlodlError, full, keep, type Tensor, tidy, zerosLike } from '@flodl/tensor-native';
+import { Optimizer, type OptimizerDefinition, type StepItem } from './optimizer.js';
 import { checkBetas, checkBoolean, checkNumberAtLeast } from './options.js';
 import type { OptimizerParams, ParamGroup } from './param-groups.js';
 import type { StateLayout } from './state-dict.js';
@@ -18,6 +18,12 @@ export interface AdamOptions {
   amsgrad?: boolean;
   /** Maximize the objective instead of minimizing it. Default false. */
   maximize?: boolean;
+  /**
+   * Update every parameter of a group with libtorch's fused multi-tensor CUDA kernel (one
+   * launch per step instead of several per parameter). CUDA parameters and a libtorch with the
+   * kernel (2.x) only. Default false, as in PyTorch.
+   */
+  fused?: boolean;
 }
 
 /** The options of one Adam parameter group, every value resolved. */
@@ -35,7 +41,15 @@ export type AdamState = {
 function adamDefinition(name: string, weightDecay: number): OptimizerDefinition<AdamGroupOptions> {
   return {
     name,
-    defaults: { lr: 1e-3, betas: [0.9, 0.999], eps: 1e-8, weightDecay, amsgrad: false, maximize: false },
+    defaults: {
+      lr: 1e-3,
+      betas: [0.9, 0.999],
+      eps: 1e-8,
+      weightDecay,
+      amsgrad: false,
+      maximize: false,
+      fused: false,
+    },
     validate(options, where) {
       if (options.lr !== undefined) checkNumberAtLeast(name, `${where}.lr`, options.lr, 0);
       if (options.betas !== undefined) checkBetas(name, `${where}.betas`, options.betas);
@@ -45,6 +59,7 @@ function adamDefinition(name: string, weightDecay: number): OptimizerDefinition<
       }
       if (options.amsgrad !== undefined) checkBoolean(name, `${where}.amsgrad`, options.amsgrad);
       if (options.maximize !== undefined) checkBoolean(name, `${where}.maximize`, options.maximize);
+      if (options.fused !== undefined) checkBoolean(name, `${where}.fused`, options.fused);
     },
     stateLayout: ADAM_STATE_LAYOUT,
   };
@@ -106,6 +121,61 @@ export abstract class AdamBase extends Optimizer<AdamGroupOptions, AdamState> {
   /** Applies weight decay; returns the gradient the moments are taken of. */
   protected abstract decay(param: Tensor, grad: Tensor, group: AdamGroupOptions): Tensor;
 
+  /** True for decoupled weight decay (AdamW), as the fused kernel needs to know. */
+  protected abstract readonly decoupledWeightDecay: boolean;
+
+  protected override stepGroup(
+    group: ParamGroup<AdamGroupOptions>,
+    items: readonly StepItem<AdamState>[],
+  ): void {
+    if (!group.fused) {
+      super.stepGroup(group, items);
+      return;
+    }
+    const name = this.constructor.name;
+    if (!aten.has('fusedAdam')) {
+      throw new FlodlError('ERR_DEVICE', `fused ${name} needs a CUDA build of libtorch 2.x`, {
+        op: `${name}.step`,
+        expected: 'a libtorch with the fused Adam kernel',
+        got: 'none in this build (use fused: false)',
+      });
+    }
+    for (const { param } of items) {
+      if (!param.device.startsWith('cuda')) {
+        throw new FlodlError('ERR_DEVICE', `fused ${name} updates CUDA parameters only`, {
+          op: `${name}.step`,
+          expected: 'parameters on a CUDA device',
+          got: param.device,
+        });
+      }
+    }
+    tidy(() => {
+      const [beta1, beta2] = group.betas;
+      // The kernel counts steps in float32 scalar tensors; the state keeps the count itself.
+      const steps = items.map(({ param, state }) =>
+        full([], state.step, { dtype: 'float32', device: param.device }),
+      );
+      aten.call(
+        'fusedAdam',
+        items.map(({ param }) => param),
+        items.map(({ grad }) => grad),
+        items.map(({ state }) => state.expAvg),
+        items.map(({ state }) => state.expAvgSq),
+        group.amsgrad ? items.map(({ state }) => state.maxExpAvgSq!) : undefined,
+        steps,
+        group.lr,
+        beta1,
+        beta2,
+        group.weightDecay,
+        group.eps,
+        group.amsgrad,
+        group.maximize,
+        this.decoupledWeightDecay,
+      );
+    });
+    for (const { state } of items) state.step += 1;
+  }
+
   protected createState(param: Tensor, group: ParamGroup<AdamGroupOptions>): AdamState {
     return createAdamState(param, group);
   }
@@ -151,6 +221,8 @@ export class Adam extends AdamBase {
   constructor(params: OptimizerParams<AdamGroupOptions>, options?: AdamOptions) {
     super(params, options, 'Adam', 0);
   }
+
+  protected readonly decoupledWeightDecay = false;
 
   /** L2 penalty: λθ enters the gradient. */
   protected decay(param: Tensor, grad: Tensor, group: AdamGroupOptions): Tensor {

@@ -38,6 +38,8 @@ export class AdamW extends AdamBase {
   }
 
   /** Decoupled: the parameters shrink by γλ; the gradient is left as it is. */
+  protected readonly decoupledWeightDecay = true;
+
   protected decay(param: Tensor, grad: Tensor, group: AdamGroupOptions): Tensor {
     param.mul_(1 - group.lr * group.weightDecay);
     return grad;

@@ -12,5 +12,5 @@ node_include="$(dirname "$(dirname "$node_bin")")/include/node"
 cp "$node_include"/{node_api.h,node_api_types.h,js_native_api.h,js_native_api_types.h} "$out/node-include/"
 napi="$(cd "$root/packages/tensor-native" && node -p "require('node:path').dirname(require.resolve('node-addon-api/package.json'))")"
 cp "$napi"/napi.h "$napi"/napi-inl.h "$napi"/napi-inl.deprecated.h "$out/napi/"
-(cd "$root" && node scripts/pnpm.mjs --filter @flodl/tensor-native exec tsup > /dev/null)
-du -sh "$out" "$root/packages/tensor-native/dist"
+(cd "$root" && node scripts/pnpm.mjs exec turbo run build --output-logs=errors-only > /dev/null)
+du -sh "$out" "$root"/packages/*/dist

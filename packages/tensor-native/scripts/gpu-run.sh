@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root, with .device/ (scripts/gpu-pack.sh) and
-# packages/tensor-native/dist carried: builds the addon against python3's torch through the
+# packages/{tensor-native,autograd,nn}/dist carried: builds the addon against python3's torch through the
 # project's build script (direct mode: no npm packages needed) and runs the CUDA checks.
 set -euo pipefail
 root="$(pwd)"
@@ -13,3 +13,10 @@ cd packages/tensor-native
 export NODE_HEADERS_DIR="$root/.device/node-include" NODE_ADDON_API_DIR="$root/.device/napi"
 FLODL_BUILD_JOBS="${FLODL_BUILD_JOBS:-$(nproc)}" node scripts/build-addon.mjs --direct --force
 node scripts/gpu-check.mjs
+# The upper packages' checks, when their dist/ was carried too (they import each other by name).
+cd "$root"
+mkdir -p node_modules/@flodl
+for package in tensor-native autograd nn; do ln -sfn "../../packages/$package" "node_modules/@flodl/$package"; done
+if [ -f packages/nn/dist/index.js ] && [ -f packages/autograd/dist/index.js ]; then
+  node packages/nn/scripts/gpu-check.mjs
+fi

@@ -151,9 +151,10 @@ export abstract class AdamBase extends Optimizer<AdamGroupOptions, AdamState> {
     }
     tidy(() => {
       const [beta1, beta2] = group.betas;
-      // The kernel counts steps in float32 scalar tensors; the state keeps the count itself.
+      // The kernel reads this step's number (counted before the call, as PyTorch's _fused_adam
+      // does) from float32 scalar tensors; the state keeps the count itself.
       const steps = items.map(({ param, state }) =>
-        full([], state.step, { dtype: 'float32', device: param.device }),
+        full([], state.step + 1, { dtype: 'float32', device: param.device }),
       );
       aten.call(
         'fusedAdam',

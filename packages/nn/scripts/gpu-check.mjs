@@ -61,12 +61,12 @@ function trainCnn(device, steps) {
 check('a CNN trained on CUDA follows the CPU loss curve (float64)', () => {
   const onCpu = trainCnn('cpu', 30);
   const onGpu = trainCnn('cuda', 30);
-  onGpu.forEach((loss, step) =>
+  for (const [step, loss] of onGpu.entries()) {
     assert(
       Math.abs(loss - onCpu[step]) <= 1e-6 * Math.abs(onCpu[step]),
       `step ${step}: cuda ${loss} cpu ${onCpu[step]}`,
-    ),
-  );
+    );
+  }
   assert(onGpu.at(-1) < onGpu[0] / 2, 'loss did not fall');
 });
 

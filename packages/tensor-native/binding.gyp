@@ -18,7 +18,8 @@
         "native/ops-nn.cc",
         "native/ops-loss.cc",
         "native/ops-rnn.cc",
-        "native/ops-optim.cc"
+        "native/ops-optim.cc",
+        "native/ops-distributed.cc"
       ],
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")",

@@ -13,12 +13,21 @@
 
 namespace flodl {
 
+class DistributedTable;  // live c10d stores and process groups (distributed-table.h)
+std::shared_ptr<DistributedTable> createDistributedTable();
+
 class AddonState {
  public:
   explicit AddonState(Napi::Env env) : env_(env) {}
   ~AddonState();
 
   TensorTable& tensors() { return tensors_; }
+
+  // The c10d stores and process groups of this environment, created on first use.
+  DistributedTable& distributed() {
+    if (!distributed_) distributed_ = createDistributedTable();
+    return *distributed_;
+  }
 
   // Registers a result tensor and returns its JS handle.
   Napi::Value adopt(at::Tensor tensor);
@@ -44,6 +53,7 @@ class AddonState {
   Napi::FunctionReference errorFactory_;
   int64_t pendingExternal_ = 0;
   std::vector<std::shared_ptr<void>> keepAlive_;
+  std::shared_ptr<DistributedTable> distributed_;  // declared last: torn down before the tensors
 };
 
 }  // namespace flodl

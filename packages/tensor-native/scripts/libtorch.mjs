@@ -46,6 +46,9 @@ function describe(source, root, includeDir, libDir, cxx11Abi) {
     const fromEnv = process.env.CUDA_HOME ? [join(process.env.CUDA_HOME, 'include')] : [];
     const found = [...fromEnv, ...cudaIncludes].find((dir) => existsSync(join(dir, 'cuda_runtime_api.h')));
     if (found) includes.push(found);
+    // PyTorch wheels take nccl.h from the nvidia-nccl package beside torch.
+    const ncclInclude = join(root, '..', 'nvidia', 'nccl', 'include');
+    if (existsSync(join(ncclInclude, 'nccl.h'))) includes.push(ncclInclude);
     const cudaLibs = found ? [join(found, '..', 'lib'), join(found, '..', '..', '..', 'lib64')] : [];
     return {
       source,

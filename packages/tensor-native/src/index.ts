@@ -34,6 +34,15 @@ export {
 } from './creation.js';
 export { type CudaMemoryStats, cuda } from './cuda.js';
 export { type Device, deviceCode, deviceName, normalizeDevice } from './device.js';
+export {
+  type AllReduceOptions,
+  createProcessGroup,
+  type DistributedBackend,
+  distributed,
+  ProcessGroup,
+  type ProcessGroupOptions,
+  type ReduceOp,
+} from './distributed.js';
 export { DTYPES, type DType, elementSize, isFloatingPoint, parseDType } from './dtype.js';
 export {
   describeValue,

@@ -33,5 +33,8 @@ export function getNumThreads(): number {
 
 /** What the addon was built against. */
 export function buildInfo(): { torchVersion: string; cuda: boolean; gloo: boolean; nccl: boolean } {
-  return native.buildInfo();
+  const info = native.buildInfo();
+  // What the collectives were really compiled with (headers present), not only what was asked for.
+  const collectives = native.distInfo() as { gloo: boolean; nccl: boolean };
+  return { ...info, gloo: collectives.gloo, nccl: collectives.nccl };
 }

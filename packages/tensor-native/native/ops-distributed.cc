@@ -290,7 +290,10 @@ std::shared_ptr<::gloo::transport::Device> glooDevice(const std::string& storeHo
 // (2.2+ default); CleanUpOnly aborts the communicators and lets the wait report the failure.
 void preferRecoverableNcclErrors() {
   setenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", "2", 0);
+#if TORCH_VERSION_MAJOR < 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 2)
+  // The name before 2.2 (later releases warn that it is deprecated).
   setenv("NCCL_ASYNC_ERROR_HANDLING", "2", 0);
+#endif
 }
 #endif
 

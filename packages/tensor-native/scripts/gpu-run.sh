@@ -13,6 +13,13 @@ cd packages/tensor-native
 export NODE_HEADERS_DIR="$root/.device/node-include" NODE_ADDON_API_DIR="$root/.device/napi"
 FLODL_BUILD_JOBS="${FLODL_BUILD_JOBS:-$(nproc)}" node scripts/build-addon.mjs --direct --force
 node scripts/gpu-check.mjs
+if node -e "import('./dist/index.js').then((m) => process.exit(m.distributed.isAvailable('gloo') ? 0 : 1))"; then
+  node scripts/collectives-check.mjs gloo 3
+else
+  echo "gloo across processes skipped: this libtorch ships no Gloo headers (PyTorch wheels)"
+fi
+gpus="$(nvidia-smi -L 2>/dev/null | wc -l)"
+if [ "$gpus" -ge 2 ]; then node scripts/collectives-check.mjs nccl "$gpus"; else echo "nccl across processes skipped: $gpus GPU(s)"; fi
 # The upper packages' checks, when their dist/ was carried too (they import each other by name).
 cd "$root"
 mkdir -p node_modules/@flodl

@@ -1,0 +1,189 @@
+/** A contiguous range of an epoch's permutation, in samples. */
+export interface SampleRange {
+  readonly offset: number;
+  readonly size: number;
+}
+
+/**
+ * The unassigned samples of one epoch under progressive dispatch, with per-rank reservations
+ * (floDl `ChunkPool`).
+ *
+ * The epoch's permutation is split into contiguous per-rank spans (sized by ElChe's ratios).
+ * A rank is served from the front of its own span, so its upcoming data is known for the whole
+ * epoch. A rank that out-runs its span steals from the tail of the span with the largest
+ * residue ("reservation truing": the boundary moves, the books stay exact). An owner consumes
+ * front-to-back and a thief back-to-front, so they may meet but never cross.
+ *
+ * A dead rank's dispatched-but-uncompleted chunks return to a reclaimed queue
+ * ({@link ChunkPool.forfeit}) that is served before anything else.
+ */
+export class ChunkPool {
+  readonly epoch: number;
+  readonly totalSamples: number;
+  /** Clock time the pool was created: the epoch's start for `EpochMetrics.epochMs`. */
+  readonly startedAt: number;
+  #spans: { start: number; end: number }[];
+  #cursor: number[];
+  #dispatched: number[];
+  #completed: number[];
+  #chunksSent: number[];
+  #outstanding: SampleRange[][];
+  #reclaimed: SampleRange[] = [];
+
+  /** A pool over `Σ spanSizes` samples laid out as contiguous spans in rank order. */
+  constructor(epoch: number, spanSizes: readonly number[], startedAt = 0) {
+    this.epoch = epoch;
+    this.startedAt = startedAt;
+    this.#spans = [];
+    this.#cursor = [];
+    let at = 0;
+    for (const size of spanSizes) {
+      this.#spans.push({ start: at, end: at + size });
+      this.#cursor.push(at);
+      at += size;
+    }
+    this.totalSamples = at;
+    const worldSize = spanSizes.length;
+    this.#dispatched = new Array<number>(worldSize).fill(0);
+    this.#completed = new Array<number>(worldSize).fill(0);
+    this.#chunksSent = new Array<number>(worldSize).fill(0);
+    this.#outstanding = Array.from({ length: worldSize }, () => []);
+  }
+
+  get worldSize(): number {
+    return this.#spans.length;
+  }
+
+  /** Unassigned samples left in `rank`'s own span. */
+  residue(rank: number): number {
+    const span = this.#spans[rank];
+    return span ? Math.max(0, span.end - (this.#cursor[rank] ?? span.end)) : 0;
+  }
+
+  /** `rank`'s remaining reserved stream: the unassigned front of its span. */
+  reservation(rank: number): SampleRange {
+    return { offset: this.#cursor[rank] ?? 0, size: this.residue(rank) };
+  }
+
+  /**
+   * Takes up to `size` samples for `rank`, as one contiguous range, from (1) the reclaimed
+   * queue, (2) the front of its own span, (3) the tail of the largest other residue.
+   * A span residue that would be left under `foldBelow` samples is taken along, so no span
+   * ends in a crumb smaller than the minimum chunk. `undefined` when nothing is left.
+   */
+  takeChunk(size: number, rank: number, foldBelow = 0): SampleRange | undefined {
+    if (size <= 0) return undefined;
+    const reclaimed = this.#reclaimed.shift();
+    if (reclaimed) {
+      const actual = Math.min(size, reclaimed.size);
+      if (actual < reclaimed.size) {
+        this.#reclaimed.unshift({ offset: reclaimed.offset + actual, size: reclaimed.size - actual });
+      }
+      return this.#record(rank, { offset: reclaimed.offset, size: actual });
+    }
+    const residue = this.residue(rank);
+    if (residue > 0) {
+      const actual = residue - size < foldBelow ? residue : Math.min(size, residue);
+      const offset = this.#cursor[rank]!;
+      this.#cursor[rank] = offset + actual;
+      return this.#record(rank, { offset, size: actual });
+    }
+    let donor = -1;
+    for (let other = 0; other < this.worldSize; other++) {
+      if (other !== rank && this.residue(other) > (donor < 0 ? 0 : this.residue(donor))) donor = other;
+    }
+    if (donor < 0) return undefined;
+    const donorResidue = this.residue(donor);
+    const actual = donorResidue - size < foldBelow ? donorResidue : Math.min(size, donorResidue);
+    const span = this.#spans[donor]!;
+    span.end -= actual;
+    return this.#record(rank, { offset: span.end, size: actual });
+  }
+
+  /**
+   * Returns `rank`'s uncompleted chunks to the reclaimed queue (its death). The first
+   * `creditedSamples` of its outstanding work are first marked completed: the part a
+   * non-progressive rank is known to have processed. Returns the reclaimed sample count.
+   */
+  forfeit(rank: number, creditedSamples = 0): number {
+    if (creditedSamples > 0) this.markCompleted(rank, creditedSamples);
+    let reclaimed = 0;
+    const outstanding = this.#outstanding[rank] ?? [];
+    for (const range of outstanding) {
+      reclaimed += range.size;
+      this.#reclaimed.push(range);
+    }
+    this.#outstanding[rank] = [];
+    this.#dispatched[rank] = Math.max(0, (this.#dispatched[rank] ?? 0) - reclaimed);
+    return reclaimed;
+  }
+
+  /**
+   * Records completed samples for `rank`, consuming its outstanding chunks front first (chunks
+   * complete in dispatch order). A completion beyond what was dispatched (a rank declared dead
+   * that reported anyway) is clamped.
+   */
+  markCompleted(rank: number, samples: number): void {
+    const dispatched = this.#dispatched[rank] ?? 0;
+    this.#completed[rank] = Math.min(dispatched, (this.#completed[rank] ?? 0) + samples);
+    let left = samples;
+    const outstanding = this.#outstanding[rank] ?? [];
+    while (left > 0 && outstanding.length > 0) {
+      const front = outstanding[0]!;
+      if (front.size <= left) {
+        left -= front.size;
+        outstanding.shift();
+      } else {
+        outstanding[0] = { offset: front.offset + left, size: front.size - left };
+        left = 0;
+      }
+    }
+  }
+
+  /** Samples not yet assigned: every residue plus reclaimed ranges. */
+  remaining(): number {
+    let sum = 0;
+    for (let rank = 0; rank < this.worldSize; rank++) sum += this.residue(rank);
+    for (const range of this.#reclaimed) sum += range.size;
+    return sum;
+  }
+
+  /** Samples dispatched to `rank` and not completed. */
+  inFlight(rank: number): number {
+    return Math.max(0, (this.#dispatched[rank] ?? 0) - (this.#completed[rank] ?? 0));
+  }
+
+  /** True once every sample is assigned and every assignment completed. */
+  isComplete(): boolean {
+    if (this.remaining() > 0) return false;
+    for (let rank = 0; rank < this.worldSize; rank++) if (this.inFlight(rank) > 0) return false;
+    return true;
+  }
+
+  /** Samples `rank` completed in this epoch. */
+  completed(rank: number): number {
+    return this.#completed[rank] ?? 0;
+  }
+
+  /** Samples dispatched to `rank` (net of forfeits). */
+  dispatched(rank: number): number {
+    return this.#dispatched[rank] ?? 0;
+  }
+
+  /** Chunks sent to `rank`. */
+  chunksSent(rank: number): number {
+    return this.#chunksSent[rank] ?? 0;
+  }
+
+  /** `rank`'s dispatched-but-uncompleted ranges, oldest first. */
+  outstanding(rank: number): readonly SampleRange[] {
+    return [...(this.#outstanding[rank] ?? [])];
+  }
+
+  #record(rank: number, range: SampleRange): SampleRange {
+    this.#dispatched[rank] = (this.#dispatched[rank] ?? 0) + range.size;
+    this.#chunksSent[rank] = (this.#chunksSent[rank] ?? 0) + 1;
+    this.#outstanding[rank]?.push(range);
+    return range;
+  }
+}

@@ -1,0 +1,74 @@
+/** Smallest chunk in batches (floDl `min_chunk_batches`), save for the pool's last crumbs. */
+export const MIN_CHUNK_BATCHES = 4;
+/** An uncalibrated probe chunk is about 1/`PROBE_DIVISOR` of a rank's equal share of the epoch. */
+export const PROBE_DIVISOR = 10;
+
+/** Uncalibrated probe size: `max(minChunk, floor(N / (W · 10 · batch)))` batches. */
+export function probeChunkBatches(
+  totalSamples: number,
+  worldSize: number,
+  batchSize: number,
+  minChunkBatches = MIN_CHUNK_BATCHES,
+): number {
+  return Math.max(minChunkBatches, Math.floor(totalSamples / (worldSize * PROBE_DIVISOR * batchSize)));
+}
+
+/** Inputs of {@link chunkBatches}. */
+export interface ChunkSizingInputs {
+  readonly rank: number;
+  /** Unassigned batches left in the pool. */
+  readonly remainingBatches: number;
+  /** ElChe is calibrated or hinted (counts carry speed). */
+  readonly calibrated: boolean;
+  /** ElChe's per-rank batch counts (one window of each rank's schedule). */
+  readonly counts: readonly number[];
+  /** Smoothed ms/batch per rank (0 = unknown). */
+  readonly msPerBatch: readonly number[];
+  readonly live: readonly boolean[];
+  /** Batches still to run in each rank's in-flight chunk. */
+  readonly inFlightBatches: readonly number[];
+  /** Dataset size N (for the probe size). */
+  readonly totalSamples: number;
+  readonly batchSize: number;
+  readonly minChunkBatches: number;
+}
+
+/**
+ * Batches of `rank`'s next chunk:
+ *
+ * - uncalibrated: the probe size ({@link probeChunkBatches}), so ElChe gets early windows;
+ * - calibrated: one window of the rank's schedule, `max(minChunk, counts[rank])`;
+ * - tail balance: once the pool holds less than one more round, the chunk is sized to end
+ *   with the cohort: `ceil(T · rate_r)` with `T = (pool + others' in-flight) / Σ live rates`;
+ * - never below `minChunk` (unless the pool holds less), and a remainder smaller than
+ *   `minChunk` is folded into this chunk rather than left as a crumb.
+ */
+export function chunkBatches(inputs: ChunkSizingInputs): number {
+  const { rank, remainingBatches: remaining, minChunkBatches: minimum } = inputs;
+  if (remaining <= 0) return 0;
+  const liveRanks = inputs.live.flatMap((alive, index) => (alive ? [index] : []));
+  let size: number;
+  if (!inputs.calibrated) {
+    size = probeChunkBatches(inputs.totalSamples, Math.max(1, liveRanks.length), inputs.batchSize, minimum);
+  } else {
+    size = Math.max(minimum, inputs.counts[rank] ?? 0);
+    const round = liveRanks.reduce((sum, index) => sum + Math.max(minimum, inputs.counts[index] ?? 0), 0);
+    if (remaining < round) size = Math.min(size, tailShare(inputs, liveRanks));
+  }
+  size = Math.max(minimum, size);
+  if (remaining - size < minimum) size = remaining;
+  return Math.min(size, remaining);
+}
+
+/** The chunk that ends when the rest of the cohort is projected to end. */
+function tailShare(inputs: ChunkSizingInputs, liveRanks: readonly number[]): number {
+  // Measured speeds when every live rank has one, else the counts as relative rates.
+  const measured = liveRanks.every((index) => (inputs.msPerBatch[index] ?? 0) > 0);
+  const rateOf = (index: number) =>
+    measured ? 1 / (inputs.msPerBatch[index] ?? 1) : Math.max(1, inputs.counts[index] ?? 0);
+  const totalRate = liveRanks.reduce((sum, index) => sum + rateOf(index), 0);
+  if (!liveRanks.includes(inputs.rank) || totalRate <= 0) return inputs.remainingBatches;
+  let work = inputs.remainingBatches;
+  for (const index of liveRanks) if (index !== inputs.rank) work += inputs.inFlightBatches[index] ?? 0;
+  return Math.max(1, Math.ceil((work * rateOf(inputs.rank)) / totalRate));
+}

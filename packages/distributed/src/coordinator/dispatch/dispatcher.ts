@@ -1,0 +1,275 @@
+import type { ApplyPolicy } from '../config.js';
+import { ChunkPool } from './chunk-pool.js';
+import { chunkBatches } from './chunk-sizing.js';
+import { type EpochPlan, usableSamples } from './epoch-plan.js';
+import { equalShares } from './partition.js';
+import { reservationSpans } from './reservations.js';
+
+/** What the dispatcher needs to know about the cohort at a decision (read from ElChe and membership). */
+export interface DispatchContext {
+  readonly policy: ApplyPolicy;
+  readonly live: readonly boolean[];
+  /** ElChe is calibrated or hinted: counts carry speed. */
+  readonly calibrated: boolean;
+  readonly counts: readonly number[];
+  readonly msPerBatch: readonly number[];
+  readonly partitionRatios: readonly number[] | undefined;
+  /** Clock time (ms), stamped on new pools. */
+  readonly now: number;
+}
+
+/** Options of {@link EpochDispatcher}. */
+export interface EpochDispatcherOptions {
+  readonly worldSize: number;
+  readonly totalSamples: number;
+  readonly batchSize: number;
+  readonly numEpochs: number;
+  /** Chunked dispatch (Cadence/Async); false hands out whole partitions (Sync). */
+  readonly progressive: boolean;
+  readonly minChunkBatches: number;
+  /** A rank may stream one epoch ahead once the active pool is drained (CpuAsync). */
+  readonly streamAhead: boolean;
+}
+
+/** A dead rank's leftover samples re-assigned to a survivor (wire `ExtendPartition`). */
+export interface Extension {
+  readonly rank: number;
+  readonly epoch: number;
+  readonly offset: number;
+  readonly size: number;
+}
+
+/**
+ * Epoch plans and progressive dispatch (floDl `epoch_dispatch` + `chunk_pool`).
+ *
+ * Each epoch gets a {@link ChunkPool} over `floor(N/batch)·batch` samples with per-rank
+ * reservation spans. Without progressive dispatch (Sync) every live rank receives its whole
+ * span at the epoch's start. With it, each rank holds at most one chunk in flight and asks for
+ * the next when it reports the previous one; chunk sizes follow {@link chunkBatches}. Epoch N
+ * is aggregated only once its pool is complete and every earlier epoch has been aggregated.
+ */
+export class EpochDispatcher {
+  readonly options: EpochDispatcherOptions;
+  /** Samples per epoch: `floor(N / batch) × batch`. */
+  readonly epochSamples: number;
+  /** Batches per epoch: `floor(N / batch)`. */
+  readonly epochBatches: number;
+  #pools = new Map<number, ChunkPool>();
+  #lastAggregated = -1;
+  #doneInFlight: number[];
+
+  constructor(options: EpochDispatcherOptions) {
+    this.options = options;
+    this.epochSamples = usableSamples(options.totalSamples, options.batchSize);
+    this.epochBatches = this.epochSamples / options.batchSize;
+    this.#doneInFlight = new Array<number>(options.worldSize).fill(0);
+  }
+
+  /** The lowest epoch not yet aggregated (the one barrier-paced ranks work on). */
+  get activeEpoch(): number {
+    return this.#lastAggregated + 1;
+  }
+
+  /** The last aggregated epoch, or −1. */
+  get lastAggregated(): number {
+    return this.#lastAggregated;
+  }
+
+  /** True once every epoch of the run has been aggregated. */
+  get finished(): boolean {
+    return this.#lastAggregated >= this.options.numEpochs - 1;
+  }
+
+  /** The pool of `epoch`, if started and not yet aggregated. */
+  pool(epoch: number): ChunkPool | undefined {
+    return this.#pools.get(epoch);
+  }
+
+  /** Whether `epoch`'s pool exists (started, not aggregated). */
+  hasStarted(epoch: number): boolean {
+    return this.#pools.has(epoch);
+  }
+
+  /**
+   * Opens `epoch`: creates its pool and returns each live rank's first plan (its whole
+   * partition without progressive dispatch, its first chunk with it).
+   */
+  startEpoch(epoch: number, context: DispatchContext): { rank: number; plan: EpochPlan }[] {
+    const pool = this.#ensurePool(epoch, context);
+    const plans: { rank: number; plan: EpochPlan }[] = [];
+    for (let rank = 0; rank < this.options.worldSize; rank++) {
+      if (!context.live[rank]) continue;
+      if (!this.options.progressive) {
+        const range = pool.takeChunk(pool.residue(rank), rank);
+        if (range)
+          plans.push({ rank, plan: { epoch, partitionOffset: range.offset, partitionSize: range.size } });
+        continue;
+      }
+      const plan = this.nextChunk(rank, context);
+      if (plan) plans.push({ rank, plan });
+    }
+    return plans;
+  }
+
+  /**
+   * The next chunk for `rank`, or undefined: it has one in flight, dispatch is not
+   * progressive, its epoch is drained (and it may not stream ahead), or the run is over.
+   */
+  nextChunk(rank: number, context: DispatchContext): EpochPlan | undefined {
+    if (!this.options.progressive || !context.live[rank] || this.inFlightSamples(rank) > 0) return undefined;
+    const epoch = this.#servingEpoch(context);
+    if (epoch === undefined) return undefined;
+    const pool = this.#ensurePool(epoch, context);
+    const { batchSize } = this.options;
+    const batches = chunkBatches({
+      rank,
+      remainingBatches: Math.floor(pool.remaining() / batchSize),
+      calibrated: context.calibrated,
+      counts: context.counts,
+      msPerBatch: context.msPerBatch,
+      live: context.live,
+      inFlightBatches: context.live.map((_, index) => this.inFlightBatches(index)),
+      totalSamples: this.options.totalSamples,
+      batchSize,
+      minChunkBatches: this.options.minChunkBatches,
+    });
+    const range = pool.takeChunk(batches * batchSize, rank, this.options.minChunkBatches * batchSize);
+    if (!range) return undefined;
+    this.#doneInFlight[rank] = 0;
+    return { epoch, partitionOffset: range.offset, partitionSize: range.size };
+  }
+
+  /** True when {@link EpochDispatcher.nextChunk} would find samples for `rank` (ignoring its in-flight chunk). */
+  hasWorkFor(context: DispatchContext): boolean {
+    if (!this.options.progressive) return false;
+    return this.#servingEpoch(context) !== undefined;
+  }
+
+  /** Counts one batch of `rank`'s in-flight work (tail balance reads the progress). */
+  noteBatch(rank: number): void {
+    this.#doneInFlight[rank] = (this.#doneInFlight[rank] ?? 0) + 1;
+  }
+
+  /** Records `rank`'s completion of `samples` in `epoch`; false for an unknown (already aggregated) epoch. */
+  complete(rank: number, epoch: number, samples: number): boolean {
+    const pool = this.#pools.get(epoch);
+    if (!pool) return false;
+    pool.markCompleted(rank, samples);
+    this.#doneInFlight[rank] = Math.max(
+      0,
+      (this.#doneInFlight[rank] ?? 0) - samples / this.options.batchSize,
+    );
+    return true;
+  }
+
+  /** Samples dispatched to `rank` and not completed, across open epochs. */
+  inFlightSamples(rank: number): number {
+    let sum = 0;
+    for (const pool of this.#pools.values()) sum += pool.inFlight(rank);
+    return sum;
+  }
+
+  /** Batches `rank` still has to run in its in-flight work (progress from its batch reports). */
+  inFlightBatches(rank: number): number {
+    const dispatched = this.inFlightSamples(rank) / this.options.batchSize;
+    return Math.max(0, dispatched - (this.#doneInFlight[rank] ?? 0));
+  }
+
+  /** Batches of in-flight work `rank` has reported running (what a non-progressive death credits). */
+  doneInFlightBatches(rank: number): number {
+    return Math.min(this.#doneInFlight[rank] ?? 0, this.inFlightSamples(rank) / this.options.batchSize);
+  }
+
+  /** The active epoch when it is complete (all chunks reported) and ready to aggregate. */
+  nextAggregatable(): number | undefined {
+    const epoch = this.activeEpoch;
+    const pool = this.#pools.get(epoch);
+    return pool?.isComplete() ? epoch : undefined;
+  }
+
+  /** Marks `epoch` aggregated and drops its pool. */
+  markAggregated(epoch: number): void {
+    this.#lastAggregated = Math.max(this.#lastAggregated, epoch);
+    this.#pools.delete(epoch);
+  }
+
+  /**
+   * Returns a dead rank's uncompleted work to the pools. `creditedBatches` of its oldest
+   * in-flight work count as completed (what a non-progressive rank is known to have run).
+   */
+  forfeit(rank: number, creditedBatches = 0): number {
+    let reclaimed = 0;
+    let credit = creditedBatches * this.options.batchSize;
+    for (const pool of [...this.#pools.values()].sort((left, right) => left.epoch - right.epoch)) {
+      const credited = Math.min(credit, pool.inFlight(rank));
+      credit -= credited;
+      reclaimed += pool.forfeit(rank, credited);
+    }
+    this.#doneInFlight[rank] = 0;
+    return reclaimed;
+  }
+
+  /**
+   * Non-progressive shrink: hands every reclaimed range of the open epochs to the live ranks
+   * in equal shares, as {@link Extension}s (one per contiguous piece).
+   */
+  distributeReclaimed(context: DispatchContext): Extension[] {
+    const extensions: Extension[] = [];
+    const { batchSize } = this.options;
+    for (const pool of this.#pools.values()) {
+      let reclaimedBatches = 0;
+      for (let rank = 0; rank < pool.worldSize; rank++) {
+        if (!context.live[rank]) reclaimedBatches += pool.residue(rank) / batchSize;
+      }
+      reclaimedBatches += (pool.remaining() - sumResidues(pool)) / batchSize;
+      if (reclaimedBatches <= 0) continue;
+      const shares = equalShares(reclaimedBatches, context.live);
+      shares.forEach((share, rank) => {
+        let left = share * batchSize;
+        while (left > 0) {
+          const range = pool.takeChunk(left, rank);
+          if (!range) break;
+          extensions.push({ rank, epoch: pool.epoch, offset: range.offset, size: range.size });
+          left -= range.size;
+        }
+      });
+    }
+    return extensions;
+  }
+
+  #servingEpoch(context: DispatchContext): number | undefined {
+    const active = this.activeEpoch;
+    if (active >= this.options.numEpochs) return undefined;
+    const pool = this.#pools.get(active);
+    if (pool && pool.remaining() > 0) return active;
+    // Only CpuAsync streams ahead: elsewhere the next epoch opens at aggregation.
+    if (!pool || !this.options.streamAhead || active + 1 >= this.options.numEpochs) return undefined;
+    const next = this.#pools.get(active + 1);
+    if (next && next.remaining() === 0) return undefined;
+    return context.live.some(Boolean) ? active + 1 : undefined;
+  }
+
+  #ensurePool(epoch: number, context: DispatchContext): ChunkPool {
+    let pool = this.#pools.get(epoch);
+    if (!pool) {
+      const spans = reservationSpans(this.options.batchSize, {
+        policy: context.policy,
+        totalBatches: this.epochBatches,
+        live: context.live,
+        calibrated: context.calibrated,
+        counts: context.counts,
+        msPerBatch: context.msPerBatch,
+        partitionRatios: context.partitionRatios,
+      });
+      pool = new ChunkPool(epoch, spans, context.now);
+      this.#pools.set(epoch, pool);
+    }
+    return pool;
+  }
+}
+
+function sumResidues(pool: ChunkPool): number {
+  let sum = 0;
+  for (let rank = 0; rank < pool.worldSize; rank++) sum += pool.residue(rank);
+  return sum;
+}

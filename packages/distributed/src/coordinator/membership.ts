@@ -1,0 +1,158 @@
+import { FlodlError } from '@flodl/tensor-native';
+import type { SaveReason } from '../wire/messages.js';
+
+export type { SaveReason };
+
+/** How a rank's death was detected. */
+export type DeathCause = 'heartbeat-timeout' | 'process-exit' | 'exited-early' | 'connection-lost';
+
+/**
+ * A structured record of one rank's death (floDl `RankDeathRecord`): what post-mortems read
+ * instead of a bare exit code.
+ */
+export interface RankDeathRecord {
+  readonly rank: number;
+  readonly cause: DeathCause;
+  /** Coordinator clock time of the declaration (ms). */
+  readonly timeMs: number;
+  readonly message: string;
+  readonly pid?: number;
+  readonly exitCode?: number;
+  readonly signal?: string;
+  readonly stack?: string;
+  /** The last step count the rank reported. */
+  readonly lastStepCount?: number;
+}
+
+/**
+ * Dead ranks after which the run saves and exits (floDl `MaxFailureThreshold`):
+ * `{ absolute: n }` at the n-th death, `{ percent: p }` at `ceil(p · W)` deaths.
+ * `{ absolute: 1 }` is the save-and-exit-on-any-death policy.
+ */
+export type MaxFailureThreshold = { readonly absolute: number } | { readonly percent: number };
+
+/** The dead-rank count at which `threshold` is breached. */
+export function failureLimit(threshold: MaxFailureThreshold, worldSize: number): number {
+  if ('absolute' in threshold) return threshold.absolute;
+  return Math.ceil(Math.min(1, Math.max(0, threshold.percent)) * worldSize);
+}
+
+/**
+ * One error for a failed run (style: per-rank records, the earliest named as root cause):
+ * `ERR_RANK_FAILED` listing every record.
+ */
+export function rankFailureError(records: readonly RankDeathRecord[]): FlodlError {
+  const ordered = [...records].sort((left, right) => left.timeMs - right.timeMs || left.rank - right.rank);
+  const root = ordered[0];
+  const lines = ordered.map(
+    (record) =>
+      `rank ${record.rank} (${record.cause}${record.exitCode === undefined ? '' : `, exit ${record.exitCode}`}` +
+      `${record.signal ? `, ${record.signal}` : ''}) at ${record.timeMs.toFixed(0)} ms: ${record.message}`,
+  );
+  return new FlodlError(
+    'ERR_RANK_FAILED',
+    root
+      ? `${ordered.length} rank(s) failed; root cause: rank ${root.rank} (${root.message})\n  ${lines.join('\n  ')}`
+      : 'the run failed with no rank death recorded',
+    { op: 'ClusterCoordinator', expected: 'every rank to finish', got: `${ordered.length} dead` },
+  );
+}
+
+/**
+ * Who is in the cohort. Membership only shrinks after formation: a rank joins once, may die
+ * (heartbeat staleness, supervisor report, early exit) and never returns.
+ */
+export class Membership {
+  readonly worldSize: number;
+  #joined: boolean[];
+  #dead: boolean[];
+  #exited: boolean[];
+  #lastSeen: number[];
+  #records: RankDeathRecord[] = [];
+
+  constructor(worldSize: number) {
+    this.worldSize = worldSize;
+    this.#joined = new Array<boolean>(worldSize).fill(false);
+    this.#dead = new Array<boolean>(worldSize).fill(false);
+    this.#exited = new Array<boolean>(worldSize).fill(false);
+    this.#lastSeen = new Array<number>(worldSize).fill(0);
+  }
+
+  /** Registers `rank`; false when it had already joined. */
+  join(rank: number, now: number): boolean {
+    if (this.#joined[rank]) return false;
+    this.#joined[rank] = true;
+    this.#lastSeen[rank] = now;
+    return true;
+  }
+
+  /** Every rank has joined (the world is formed). */
+  get formed(): boolean {
+    return this.#joined.every(Boolean);
+  }
+
+  /** A valid rank index. */
+  isRank(rank: unknown): rank is number {
+    return typeof rank === 'number' && Number.isInteger(rank) && rank >= 0 && rank < this.worldSize;
+  }
+
+  /** Notes traffic from `rank` (any message proves liveness). */
+  touch(rank: number, now: number): void {
+    if (this.isLive(rank)) this.#lastSeen[rank] = now;
+  }
+
+  /** Joined, not dead, not exited. */
+  isLive(rank: number): boolean {
+    return this.#joined[rank] === true && !this.#dead[rank] && !this.#exited[rank];
+  }
+
+  isDead(rank: number): boolean {
+    return this.#dead[rank] === true;
+  }
+
+  hasExited(rank: number): boolean {
+    return this.#exited[rank] === true;
+  }
+
+  /** Per-rank liveness. */
+  liveMask(): boolean[] {
+    return this.#joined.map((_, rank) => this.isLive(rank));
+  }
+
+  liveRanks(): number[] {
+    return this.liveMask().flatMap((alive, rank) => (alive ? [rank] : []));
+  }
+
+  get liveCount(): number {
+    return this.liveRanks().length;
+  }
+
+  get deadCount(): number {
+    return this.#dead.filter(Boolean).length;
+  }
+
+  /** Declares a death; false when the rank was already out. */
+  markDead(record: RankDeathRecord): boolean {
+    if (this.#dead[record.rank] || this.#exited[record.rank]) return false;
+    this.#dead[record.rank] = true;
+    this.#records.push(record);
+    return true;
+  }
+
+  /** Records a clean exit (after the coordinator's Shutdown). */
+  markExited(rank: number): boolean {
+    if (this.#dead[rank] || this.#exited[rank]) return false;
+    this.#exited[rank] = true;
+    return true;
+  }
+
+  /** Live ranks silent for longer than `timeoutMs`. */
+  staleRanks(now: number, timeoutMs: number): number[] {
+    return this.liveRanks().filter((rank) => now - (this.#lastSeen[rank] ?? now) > timeoutMs);
+  }
+
+  /** Every death record, in declaration order. */
+  records(): readonly RankDeathRecord[] {
+    return [...this.#records];
+  }
+}

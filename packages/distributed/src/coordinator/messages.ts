@@ -1,0 +1,146 @@
+import type { CoordinatorMessage, EpochMetrics, RankMessage, SaveReason } from '../wire/messages.js';
+import type { RankDeathRecord } from './membership.js';
+
+/**
+ * A rank's control message as the coordinator sees it: the wire's {@link RankMessage} plus the
+ * rank of the connection it came in on (the wire never lets a rank name itself).
+ *
+ * @example
+ * ```ts
+ * server.on('message', ([rank, message]) => send(coordinator.handle({ ...message, rank })));
+ * ```
+ */
+export type RankReport = { readonly rank: number } & RankMessage;
+
+/** A rank finished its handshake (formation: every rank must join once). */
+export interface RankJoined {
+  readonly type: 'RankJoined';
+  readonly rank: number;
+}
+
+/** The supervisor (launcher or host agent) saw a rank's process end. */
+export interface RankExited {
+  readonly type: 'RankExited';
+  readonly rank: number;
+  readonly exitCode?: number;
+  readonly signal?: string;
+  readonly pid?: number;
+  readonly message?: string;
+  readonly stack?: string;
+}
+
+/** A rank's control connection closed or failed. */
+export interface ConnectionLost {
+  readonly type: 'ConnectionLost';
+  readonly rank: number;
+  readonly message?: string;
+}
+
+/** The CPU reduce root finished round `version`, summing exactly the `accepted` contributions. */
+export interface ReduceCompleted {
+  readonly type: 'ReduceCompleted';
+  readonly version: number;
+  readonly accepted: readonly number[];
+}
+
+/** The lowest NCCL survivor generated a new communicator id (answer to `RequestNewNcclId`). */
+export interface NewNcclIdGenerated {
+  readonly type: 'NewNcclIdGenerated';
+  readonly rank: number;
+  readonly uidBytes: Uint8Array;
+}
+
+/** Time passed: heartbeat staleness, the coordinator beacon, stall ceilings. */
+export interface Tick {
+  readonly type: 'Tick';
+}
+
+/** Inputs from the coordinator's own host (handshake, supervision, reduce root, timer). */
+export type HostInput =
+  | RankJoined
+  | RankExited
+  | ConnectionLost
+  | ReduceCompleted
+  | NewNcclIdGenerated
+  | Tick;
+
+/** Everything the coordinator is fed. */
+export type CoordinatorInput = RankReport | HostInput;
+
+/** NCCL re-formation: the lowest survivor must generate a new communicator id. */
+export interface RequestNewNcclId {
+  readonly type: 'RequestNewNcclId';
+}
+
+/** NCCL re-formation: join the survivors' new communicator as `newRank` of `newWorldSize`. */
+export interface NewNcclSession {
+  readonly type: 'NewNcclSession';
+  readonly uidBytes: Uint8Array;
+  readonly newRank: number;
+  readonly newWorldSize: number;
+}
+
+/**
+ * What the coordinator tells one rank: the wire's {@link CoordinatorMessage}, plus floDl's
+ * NCCL re-formation pair, which only the device-collective modes use after a death.
+ */
+export type CoordinatorCommand = CoordinatorMessage | RequestNewNcclId | NewNcclSession;
+
+/** A command for one rank. Per-rank order is significant (the control channel is FIFO). */
+export interface AddressedCommand {
+  readonly rank: number;
+  readonly command: CoordinatorCommand;
+}
+
+/** The guard verdict applied at a reduce. */
+export type VerdictKind = 'Stable' | 'SuppressGrowth' | 'NudgeDown';
+
+/** Host-side events: for the launcher's callbacks (metrics, eval results), logs and tests. */
+export type CoordinatorNotice =
+  | { readonly type: 'Formed'; readonly worldSize: number }
+  | { readonly type: 'EpochMetrics'; readonly metrics: EpochMetrics }
+  | {
+      readonly type: 'EvalResult';
+      readonly rank: number;
+      readonly epoch: number;
+      readonly metric: number;
+      readonly error?: string;
+    }
+  | {
+      readonly type: 'CheckpointResult';
+      readonly rank: number;
+      readonly version: number;
+      readonly error?: string;
+      /** Every live rank failed this version: the run continues without it. */
+      readonly gaveUp?: boolean;
+    }
+  | { readonly type: 'AveragingStarted'; readonly version: number; readonly ranks: readonly number[] }
+  | {
+      readonly type: 'Averaged';
+      readonly version: number;
+      readonly globalStep: number;
+      /** Realized steps per rank in the averaged window. */
+      readonly steps: readonly number[];
+      /** Σ mass of the accepted contributions: the root's one divisor. */
+      readonly divisor: number;
+      readonly verdict: VerdictKind;
+      readonly anchor: number;
+      readonly batchCounts: readonly number[];
+      readonly phase: string;
+      readonly feed: 'delivered' | 'compute';
+      readonly syncMs: number;
+    }
+  | { readonly type: 'AnchorChanged'; readonly from: number; readonly to: number }
+  | { readonly type: 'RankDead'; readonly record: RankDeathRecord }
+  | { readonly type: 'InputRejected'; readonly input: string; readonly reason: string }
+  | {
+      readonly type: 'Finished';
+      readonly reason: 'Completed' | SaveReason;
+      readonly failedRanks: readonly number[];
+    };
+
+/** Everything one input produced. */
+export interface CoordinatorOutput {
+  readonly commands: AddressedCommand[];
+  readonly notices: CoordinatorNotice[];
+}

@@ -1,0 +1,5 @@
+// @flodl/distributed: the wire protocol, the ElChe coordinator, averaging and the launcher.
+export * from './coordinator/index.js';
+export * from './launcher/index.js';
+export * from './rank/index.js';
+export * from './wire/index.js';

@@ -1,0 +1,2 @@
+// launcher: see the package README.
+export {};

@@ -1,0 +1,2 @@
+// rank: see the package README.
+export {};

@@ -1,0 +1,118 @@
+import { describe, expect, it } from 'vitest';
+import {
+  EL_CHE_MODES,
+  type ElCheMode,
+  MIN_CHUNK_BATCHES,
+  SimulatedCluster,
+  type SimulatedRankSpec,
+  type SimulationResult,
+  usableSamples,
+} from '../src/coordinator/index.js';
+
+const BATCH = 32;
+const SAMPLES = 20_005;
+const EPOCHS = 3;
+const USABLE = usableSamples(SAMPLES, BATCH);
+
+function simulate(mode: ElCheMode, ranks: SimulatedRankSpec[]): SimulationResult {
+  return new SimulatedCluster({
+    ranks,
+    coordinator: { totalSamples: SAMPLES, batchSize: BATCH, numEpochs: EPOCHS, elche: { mode } },
+    syncMs: 10,
+    reduceMs: 10,
+  }).run();
+}
+
+/** Samples each epoch covered: finished slices, plus what a dead rank ran of a whole partition (Sync credits it). */
+function coverage(result: SimulationResult, creditsPartial: boolean): Map<number, [number, number][]> {
+  const byEpoch = new Map<number, [number, number][]>();
+  const add = (epoch: number, offset: number, size: number) => {
+    if (size <= 0) return;
+    const ranges = byEpoch.get(epoch) ?? [];
+    ranges.push([offset, offset + size]);
+    byEpoch.set(epoch, ranges);
+  };
+  for (const slice of result.completed) add(slice.epoch, slice.offset, slice.size);
+  if (creditsPartial) for (const slice of result.abandoned) add(slice.epoch, slice.offset, slice.doneSamples);
+  return byEpoch;
+}
+
+function expectExactCover(ranges: [number, number][]): void {
+  const sorted = [...ranges].sort((left, right) => left[0] - right[0]);
+  let cursor = 0;
+  for (const [start, end] of sorted) {
+    expect(start).toBe(cursor); // no gap, no overlap
+    cursor = end;
+  }
+  expect(cursor).toBe(USABLE);
+}
+
+const SPEEDS: SimulatedRankSpec[] = [{ msPerBatch: 35 }, { msPerBatch: 17.5 }, { msPerBatch: 10 }];
+
+describe('epoch coverage', () => {
+  for (const mode of EL_CHE_MODES) {
+    it(`${mode}: every epoch covers exactly floor(N/batch)·batch samples, without overlap`, () => {
+      const result = simulate(mode, SPEEDS);
+      expect(result.finished).toBe(true);
+      const covered = coverage(result, false);
+      expect([...covered.keys()].sort()).toEqual([0, 1, 2]);
+      for (const ranges of covered.values()) expectExactCover(ranges);
+      expect(
+        result.epochs.map((epoch) => epoch.perRankSamples.reduce((sum, count) => sum + count, 0)),
+      ).toEqual(new Array(EPOCHS).fill(USABLE));
+    });
+
+    it(`${mode}: coverage stays exact when a rank dies mid-epoch`, () => {
+      const ranks = SPEEDS.map((spec, rank) => (rank === 1 ? { ...spec, dieAtMs: 1_700 } : spec));
+      const result = simulate(mode, ranks);
+      expect(result.finished).toBe(true);
+      expect(result.notices.some((notice) => notice.type === 'RankDead')).toBe(true);
+      const progressive = !mode.endsWith('Sync');
+      for (const ranges of coverage(result, !progressive).values()) expectExactCover(ranges);
+      if (!progressive) {
+        expect(result.commands.some(({ command }) => command.type === 'ExtendPartition')).toBe(true);
+      }
+    });
+  }
+
+  it('keeps progressive chunks at ≥ 4 batches unless the pool held less', () => {
+    for (const mode of ['NcclCadence', 'CpuCadence', 'CpuAsync'] as const) {
+      const result = simulate(mode, SPEEDS);
+      const sizes = result.commands.flatMap(({ command }) =>
+        command.type === 'StartEpoch' ? [command.plan.partitionSize / BATCH] : [],
+      );
+      expect(sizes.every(Number.isInteger)).toBe(true);
+      expect(Math.min(...sizes)).toBeGreaterThanOrEqual(MIN_CHUNK_BATCHES);
+    }
+  });
+
+  it('never gives a rank a second chunk while one is in flight', () => {
+    for (const mode of ['NcclCadence', 'CpuCadence', 'CpuAsync'] as const) {
+      const result = simulate(mode, SPEEDS);
+      for (let rank = 0; rank < SPEEDS.length; rank++) {
+        const plans = result.commands
+          .filter(({ rank: target, command }) => target === rank && command.type === 'StartEpoch')
+          .map(({ timeMs }) => ({ timeMs, kind: 'plan' }));
+        const reports = result.completed
+          .filter((slice) => slice.rank === rank)
+          .map(({ timeMs }) => ({ timeMs, kind: 'done' }));
+        // A report and the next plan share a timestamp: the report comes first.
+        const timeline = [...plans, ...reports].sort(
+          (left, right) => left.timeMs - right.timeMs || (left.kind === 'done' ? -1 : 1),
+        );
+        expect(timeline.map((event) => event.kind)).toEqual(
+          timeline.map((_, index) => (index % 2 === 0 ? 'plan' : 'done')),
+        );
+        expect(plans.length).toBe(reports.length);
+      }
+    }
+  });
+
+  it('gives faster ranks proportionally more of each epoch once calibrated', () => {
+    const result = simulate('CpuCadence', SPEEDS);
+    const last = result.epochs.at(-1)!;
+    const [slow, medium, fast] = last.perRankSamples as [number, number, number];
+    expect(medium / slow).toBeGreaterThan(1.7);
+    expect(fast / slow).toBeGreaterThan(3);
+  });
+});

@@ -52,6 +52,32 @@ function ensureLibtorch() {
   }
 }
 
+// The demo and the data tests use the real Fashion-MNIST that Debian packages.
+function ensureDataset() {
+  if (existsSync('/usr/share/datasets/fashion-mnist')) return;
+  const command = 'apt-get install -y dataset-fashion-mnist';
+  const canInstall =
+    typeof process.getuid === 'function' && process.getuid() === 0 && existsSync('/usr/bin/apt-get');
+  if (!canInstall) {
+    console.warn(`[flodl] Fashion-MNIST is missing (the demo needs it; data tests skip): ${command}`);
+    return;
+  }
+  console.log('[flodl] installing dataset-fashion-mnist with apt');
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  let result = spawnSync('apt-get', ['install', '-y', '-qq', 'dataset-fashion-mnist'], {
+    stdio: 'inherit',
+    env,
+  });
+  if (result.status !== 0) {
+    spawnSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
+    result = spawnSync('apt-get', ['install', '-y', '-qq', 'dataset-fashion-mnist'], {
+      stdio: 'inherit',
+      env,
+    });
+  }
+  if (result.status !== 0) console.warn(`[flodl] could not install Fashion-MNIST; run: ${command}`);
+}
+
 function step(args, what) {
   const result = runPnpm(args);
   if (result.status !== 0) {
@@ -61,5 +87,6 @@ function step(args, what) {
 }
 
 ensureLibtorch();
+ensureDataset();
 step(['install', '--reporter=append-only', '--silent'], 'installing dependencies');
 step(['exec', 'turbo', 'run', 'build', '--output-logs=errors-only'], 'building the packages');

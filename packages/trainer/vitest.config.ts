@@ -1,0 +1,11 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    pool: 'forks',
+    execArgv: ['--expose-gc'],
+    testTimeout: 120_000,
+    reporters: ['default', ['json', { outputFile: 'test-results.json' }]],
+  },
+});

@@ -5,6 +5,7 @@ import './ops-shape.js';
 import './ops-linalg.js';
 import './ops-inplace.js';
 import './ops-autograd.js';
+import './cuda-streams.js';
 
 export { aten } from './aten.js';
 export { type AutocastState, autocastState, runWithAutocast } from './autocast.js';
@@ -33,6 +34,7 @@ export {
   zerosLike,
 } from './creation.js';
 export { type CudaMemoryStats, cuda } from './cuda.js';
+export { CudaEvent, CudaStream, withStream } from './cuda-streams.js';
 export { type Device, deviceCode, deviceName, normalizeDevice } from './device.js';
 export {
   type AllReduceOptions,

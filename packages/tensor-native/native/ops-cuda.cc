@@ -1,0 +1,161 @@
+// CUDA streams and events: pool streams, a scoped current-stream switch, events to order
+// work across streams and to time it, and record_stream for tensors used on another stream.
+// A CPU-only build registers the same entries; they refuse with ERR_DEVICE.
+#include <ATen/ATen.h>
+
+#include <vector>
+
+#include "call.h"
+
+#ifdef FLODL_CUDA
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+namespace flodl {
+namespace {
+
+#ifdef FLODL_CUDA
+// Streams and events live for the environment; ids index these lists (never reused).
+struct CudaObjects {
+  std::vector<c10::cuda::CUDAStream> streams;
+  std::vector<std::unique_ptr<at::cuda::CUDAEvent>> events;
+};
+
+CudaObjects& objects(Call& c) {
+  static thread_local CudaObjects perThread;  // one JS environment per thread
+  (void)c;
+  return perThread;
+}
+
+c10::cuda::CUDAStream& streamAt(Call& c, size_t i) {
+  const int64_t id = c.integer(i);
+  auto& list = objects(c).streams;
+  if (id < 0 || static_cast<size_t>(id) >= list.size()) c.invalid(i, "a stream");
+  return list[static_cast<size_t>(id)];
+}
+
+at::cuda::CUDAEvent& eventAt(Call& c, size_t i) {
+  const int64_t id = c.integer(i);
+  auto& list = objects(c).events;
+  if (id < 0 || static_cast<size_t>(id) >= list.size() || !list[static_cast<size_t>(id)]) c.invalid(i, "an event");
+  return *list[static_cast<size_t>(id)];
+}
+
+// The current stream of `device` as an id (registered once per distinct stream).
+double idOf(Call& c, const c10::cuda::CUDAStream& stream) {
+  auto& list = objects(c).streams;
+  for (size_t k = 0; k < list.size(); ++k) {
+    if (list[k] == stream) return static_cast<double>(k);
+  }
+  list.push_back(stream);
+  return static_cast<double>(list.size() - 1);
+}
+
+// streamCreate(device, highPriority) -> id: a stream from libtorch's pool.
+FLODL_OP(streamCreate) {
+  const auto device = static_cast<c10::DeviceIndex>(c.integer(0));
+  auto stream = c10::cuda::getStreamFromPool(c.flag(1), device);
+  objects(c).streams.push_back(stream);
+  return Napi::Number::New(c.env, static_cast<double>(objects(c).streams.size() - 1));
+}
+
+// streamCurrent(device) -> id
+FLODL_OP(streamCurrent) {
+  return Napi::Number::New(c.env, idOf(c, c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(c.integer(0)))));
+}
+
+// streamSetCurrent(id) -> id of the stream it replaced (on that stream's device)
+FLODL_OP(streamSetCurrent) {
+  const auto stream = streamAt(c, 0);
+  const double previous = idOf(c, c10::cuda::getCurrentCUDAStream(stream.device_index()));
+  c10::cuda::setCurrentCUDAStream(stream);
+  return Napi::Number::New(c.env, previous);
+}
+
+FLODL_OP(streamSynchronize) {
+  streamAt(c, 0).synchronize();
+  return c.undefined();
+}
+
+FLODL_OP(streamQuery) { return Napi::Boolean::New(c.env, streamAt(c, 0).query()); }
+
+// eventCreate(enableTiming) -> id
+FLODL_OP(eventCreate) {
+  const unsigned int flags = c.flag(0) ? cudaEventDefault : cudaEventDisableTiming;
+  objects(c).events.push_back(std::make_unique<at::cuda::CUDAEvent>(flags));
+  return Napi::Number::New(c.env, static_cast<double>(objects(c).events.size() - 1));
+}
+
+// eventRecord(event, stream)
+FLODL_OP(eventRecord) {
+  eventAt(c, 0).record(streamAt(c, 1));
+  return c.undefined();
+}
+
+// eventWait(event, stream): work queued on `stream` afterwards waits for the event.
+FLODL_OP(eventWait) {
+  eventAt(c, 0).block(streamAt(c, 1));
+  return c.undefined();
+}
+
+FLODL_OP(eventSynchronize) {
+  eventAt(c, 0).synchronize();
+  return c.undefined();
+}
+
+FLODL_OP(eventQuery) { return Napi::Boolean::New(c.env, eventAt(c, 0).query()); }
+
+// eventElapsed(start, end) -> milliseconds
+FLODL_OP(eventElapsed) { return Napi::Number::New(c.env, eventAt(c, 0).elapsed_time(eventAt(c, 1))); }
+
+FLODL_OP(eventDestroy) {
+  const int64_t id = c.integer(0);
+  auto& list = objects(c).events;
+  if (id >= 0 && static_cast<size_t>(id) < list.size()) list[static_cast<size_t>(id)].reset();
+  return c.undefined();
+}
+
+// recordStream(tensor, stream): the caching allocator keeps the memory until that stream's work is done.
+FLODL_OP(recordStream) {
+  c.tensor(0).record_stream(streamAt(c, 1));
+  return c.undefined();
+}
+#else
+#define NO_CUDA(NAME) \
+  FLODL_OP(NAME) { c.state.fail("ERR_DEVICE", c.op, "CUDA is not available in this build"); }
+NO_CUDA(streamCreate)
+NO_CUDA(streamCurrent)
+NO_CUDA(streamSetCurrent)
+NO_CUDA(streamSynchronize)
+NO_CUDA(streamQuery)
+NO_CUDA(eventCreate)
+NO_CUDA(eventRecord)
+NO_CUDA(eventWait)
+NO_CUDA(eventSynchronize)
+NO_CUDA(eventQuery)
+NO_CUDA(eventElapsed)
+NO_CUDA(eventDestroy)
+NO_CUDA(recordStream)
+#endif
+
+}  // namespace
+
+void registerCudaOps(Registry& r) {
+  FLODL_REGISTER(r, streamCreate);
+  FLODL_REGISTER(r, streamCurrent);
+  FLODL_REGISTER(r, streamSetCurrent);
+  FLODL_REGISTER(r, streamSynchronize);
+  FLODL_REGISTER(r, streamQuery);
+  FLODL_REGISTER(r, eventCreate);
+  FLODL_REGISTER(r, eventRecord);
+  FLODL_REGISTER(r, eventWait);
+  FLODL_REGISTER(r, eventSynchronize);
+  FLODL_REGISTER(r, eventQuery);
+  FLODL_REGISTER(r, eventElapsed);
+  FLODL_REGISTER(r, eventDestroy);
+  FLODL_REGISTER(r, recordStream);
+}
+
+}  // namespace flodl

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const flodl = await import(join(here, '..', 'dist', 'index.js'));
+const { CudaEvent, CudaStream, withStream, ones } = flodl;
 const { Tensor, FlodlError, cuda, manualSeed, rand, randn, tidy, zeros, cat, liveTensorCount, buildInfo } =
   flodl;
 
@@ -155,6 +156,32 @@ check('memory statistics, emptyCache and a flat 10k-step loop', () => {
     `     allocated after each 2000 steps: ${samples.join(', ')} bytes; live tensors ${liveTensorCount()}`,
   );
 });
+
+check('streams and events: a side-stream copy ordered before compute, timed', () =>
+  tidy(() => {
+    const side = new CudaStream();
+    const copied = new CudaEvent();
+    const start = new CudaEvent({ enableTiming: true });
+    const end = new CudaEvent({ enableTiming: true });
+    const host = ones([1 << 22]).pinMemory();
+    const moved = withStream(side, () => {
+      start.record(side);
+      const result = host.to({ device: 'cuda', nonBlocking: true });
+      end.record(side);
+      copied.record(side);
+      return result;
+    });
+    assert(CudaStream.current().id !== side.id, 'withStream did not restore the stream');
+    copied.wait();
+    moved.recordStream(CudaStream.current());
+    assert(moved.sum().item() === 1 << 22, 'copy not complete before compute');
+    end.synchronize();
+    const ms = start.elapsedTime(end);
+    assert(ms >= 0, `elapsed ${ms}`);
+    console.log(`     16 MiB host-to-device copy on a side stream: ${ms.toFixed(3)} ms`);
+    for (const event of [copied, start, end]) event.dispose();
+  }),
+);
 
 console.log(`${passes} passed, ${failures} failed`);
 process.exit(failures === 0 ? 0 : 1);

@@ -23,7 +23,10 @@ if [ "$gpus" -ge 2 ]; then node scripts/collectives-check.mjs nccl "$gpus"; else
 # The upper packages' checks, when their dist/ was carried too (they import each other by name).
 cd "$root"
 mkdir -p node_modules/@flodl
-for package in tensor-native autograd nn; do ln -sfn "../../packages/$package" "node_modules/@flodl/$package"; done
+for package in tensor-native autograd nn trainer; do ln -sfn "../../packages/$package" "node_modules/@flodl/$package"; done
 if [ -f packages/nn/dist/index.js ] && [ -f packages/autograd/dist/index.js ]; then
   node packages/nn/scripts/gpu-check.mjs
+fi
+if [ -f packages/trainer/dist/index.js ]; then
+  node packages/trainer/scripts/gpu-check.mjs
 fi

@@ -1,2 +1,25 @@
-// launcher: see the package README.
-export {};
+// launcher: starts and supervises one process per rank (`launch`, `flodl launch`), hosts the
+// coordinator's ControlServer on node 0 and turns rank deaths into one ERR_RANK_FAILED error.
+export { type LaunchCommand, parseLaunchArgs, runCli, USAGE } from './cli.js';
+export {
+  type DeathRecord,
+  deathRecordPath,
+  type InstallDeathRecordOptions,
+  installDeathRecord,
+  RECORD_DIR_ENV,
+  readDeathRecord,
+} from './death-record.js';
+export { type LaunchResult, launch, type RankExit } from './launch.js';
+export {
+  LAUNCH_DEVICES,
+  LAUNCH_MODES,
+  type LaunchDevice,
+  type LaunchMode,
+  type LaunchOptions,
+  parseCoordinator,
+  type ResolvedLaunchOptions,
+  resolveLaunchOptions,
+} from './options.js';
+export { type RankRole, rankEnvironment } from './rank-environment.js';
+export { RankFailedError } from './rank-failed.js';
+export { resolveTsx, scriptCommand, TSX_ENV, type TsxLocation } from './script-command.js';

@@ -1,0 +1,269 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FlodlError } from '@flodl/tensor-native';
+import { ControlServer, createRunSecret, resolveRunSecret, SECRET_ENV } from '../wire/index.js';
+import { type DeathRecord, readDeathRecord } from './death-record.js';
+import { type LaunchOptions, type ResolvedLaunchOptions, resolveLaunchOptions } from './options.js';
+import { rankEnvironment } from './rank-environment.js';
+import { RankFailedError } from './rank-failed.js';
+import { scriptCommand } from './script-command.js';
+
+/** How one local rank ended. */
+export interface RankExit {
+  rank: number;
+  localRank: number;
+  pid: number;
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  /** `ok`: exit 0; `failed`: died on its own; `stopped`: ended by the launcher. */
+  outcome: 'ok' | 'failed' | 'stopped';
+}
+
+/** What `launch` resolves with when no rank failed. */
+export interface LaunchResult {
+  worldSize: number;
+  /** The local ranks, ascending. */
+  ranks: RankExit[];
+  /** True when `signal` aborted the run (the ranks were stopped, none failed). */
+  interrupted: boolean;
+  durationMs: number;
+}
+
+interface RankProcess {
+  rank: number;
+  localRank: number;
+  child: ChildProcess;
+  exit: RankExit | undefined;
+  /** Set once the launcher signalled it: its non-zero exit is then a stop, not a failure. */
+  signalled: boolean;
+}
+
+/**
+ * Starts `nproc` rank processes on this host and supervises them, like `torchrun`: node 0
+ * also hosts the coordinator's `ControlServer` (never touching CUDA). Each rank learns its
+ * role from `FLODL_RANK`, `FLODL_LOCAL_RANK`, `FLODL_WORLD_SIZE`, `FLODL_COORDINATOR`,
+ * `FLODL_SECRET`, `FLODL_MODE`, `FLODL_DEVICE` (+ `FLODL_DEVICE_INDEX` on cuda) and
+ * `FLODL_RECORD_DIR`. When a rank exits non-zero the others get SIGTERM, then SIGKILL
+ * after `killGraceMs`, and `launch` rejects with one `RankFailedError` naming the earliest
+ * failure as the root cause.
+ *
+ * Multi-host: run one launcher per host with the same `nnodes`, `coordinator` and
+ * `FLODL_SECRET` (node 0 creates one when unset; export it to the others).
+ *
+ * @throws FlodlError ERR_INVALID_ARGUMENT for bad options (before anything starts)
+ * @throws FlodlError ERR_IO when the coordinator port cannot be bound or a rank cannot start
+ * @throws RankFailedError ERR_RANK_FAILED when any rank failed
+ * @throws FlodlError ERR_TIMEOUT when the run outlived `timeoutMs`
+ * @example
+ * ```ts
+ * const result = await launch({ nproc: 2, script: 'train.ts', device: 'cuda' });
+ * ```
+ * PyTorch: `torchrun --nproc-per-node 2 train.py`.
+ */
+export async function launch(options: LaunchOptions): Promise<LaunchResult> {
+  const resolved = resolveLaunchOptions(options);
+  const command = scriptCommand(resolved.script, resolved.nodeArgs);
+  const secret = runSecret(resolved);
+  const started = Date.now();
+  let server: ControlServer | undefined;
+  if (resolved.nodeRank === 0) {
+    server = await ControlServer.listen({
+      secret,
+      worldSize: resolved.worldSize,
+      host: resolved.coordinatorHost,
+      port: resolved.coordinatorPort,
+    });
+    try {
+      await options.onServer?.(server);
+    } catch (error) {
+      await server.close({ timeoutMs: 1000 });
+      throw error;
+    }
+  }
+  const ownRecordDir = resolved.recordDir === undefined;
+  const recordDir = resolved.recordDir ?? mkdtempSync(join(tmpdir(), 'flodl-run-'));
+  const port = server?.port ?? resolved.coordinatorPort;
+  try {
+    const outcome = await supervise(resolved, command, secret, port, recordDir, options.signal);
+    if (outcome.failures.length > 0) {
+      throw new RankFailedError(
+        outcome.failures,
+        outcome.ranks.filter((rank) => rank.outcome === 'stopped').map((rank) => rank.rank),
+        resolved.worldSize,
+        recordDir,
+      );
+    }
+    if (outcome.timedOut) {
+      throw new FlodlError(
+        'ERR_TIMEOUT',
+        `the run outlived timeoutMs ${resolved.timeoutMs}; every rank was stopped`,
+        {
+          op: 'launch',
+          expected: 'ranks that finish in time (raise timeoutMs / --timeout-ms)',
+          got: `still running after ${resolved.timeoutMs} ms`,
+        },
+      );
+    }
+    if (ownRecordDir) rmSync(recordDir, { recursive: true, force: true });
+    return {
+      worldSize: resolved.worldSize,
+      ranks: outcome.ranks,
+      interrupted: outcome.interrupted,
+      durationMs: Date.now() - started,
+    };
+  } finally {
+    await server?.close({ timeoutMs: 1000 });
+  }
+}
+
+function runSecret(options: ResolvedLaunchOptions): Uint8Array {
+  if (options.nnodes === 1) return createRunSecret();
+  // Several hosts must share one secret: take it from the environment, or mint it on node 0.
+  if (process.env[SECRET_ENV] || process.env.FLODL_SECRET_FILE) return resolveRunSecret();
+  if (options.nodeRank === 0) {
+    const secret = createRunSecret();
+    process.stderr.write(
+      `flodl launch: no ${SECRET_ENV} set; generated one for this run. Start the other hosts with\n  ${SECRET_ENV}=${Buffer.from(secret).toString('hex')}\n`,
+    );
+    return secret;
+  }
+  return resolveRunSecret();
+}
+
+interface SupervisionOutcome {
+  ranks: RankExit[];
+  failures: DeathRecord[];
+  interrupted: boolean;
+  timedOut: boolean;
+}
+
+function supervise(
+  options: ResolvedLaunchOptions,
+  command: string[],
+  secret: Uint8Array,
+  port: number,
+  recordDir: string,
+  signal: AbortSignal | undefined,
+): Promise<SupervisionOutcome> {
+  return new Promise((resolvePromise, rejectPromise) => {
+    const processes: RankProcess[] = [];
+    const failures: DeathRecord[] = [];
+    let stopping = false;
+    let interrupted = false;
+    let timedOut = false;
+    let killTimer: NodeJS.Timeout | undefined;
+    let runTimer: NodeJS.Timeout | undefined;
+
+    const stop = (): void => {
+      if (stopping) return;
+      stopping = true;
+      for (const entry of processes) {
+        if (entry.exit === undefined) {
+          entry.signalled = true;
+          entry.child.kill('SIGTERM');
+        }
+      }
+      // A rank stuck in a native call may ignore SIGTERM: bound the wait.
+      killTimer = setTimeout(() => {
+        for (const entry of processes) if (entry.exit === undefined) entry.child.kill('SIGKILL');
+      }, options.killGraceMs);
+    };
+    const onAbort = (): void => {
+      interrupted = true;
+      stop();
+    };
+    const finishIfDone = (): void => {
+      if (processes.some((entry) => entry.exit === undefined)) return;
+      clearTimeout(killTimer);
+      clearTimeout(runTimer);
+      signal?.removeEventListener('abort', onAbort);
+      resolvePromise({
+        ranks: processes.map((entry) => entry.exit as RankExit),
+        failures,
+        interrupted: interrupted && failures.length === 0,
+        timedOut,
+      });
+    };
+    const onExit = (entry: RankProcess, exitCode: number | null, exitSignal: NodeJS.Signals | null): void => {
+      if (entry.exit !== undefined) return;
+      const time = Date.now();
+      const written = readDeathRecord(recordDir, entry.rank);
+      const clean = exitCode === 0;
+      // A rank that wrote a record failed on its own, even while being stopped.
+      const failed = !clean && (written !== undefined || !entry.signalled);
+      entry.exit = {
+        rank: entry.rank,
+        localRank: entry.localRank,
+        pid: entry.child.pid ?? -1,
+        exitCode,
+        signal: exitSignal,
+        outcome: clean ? 'ok' : failed ? 'failed' : 'stopped',
+      };
+      if (failed) {
+        failures.push(
+          written !== undefined
+            ? { ...written, exitCode, signal: exitSignal }
+            : {
+                rank: entry.rank,
+                localRank: entry.localRank,
+                pid: entry.child.pid ?? -1,
+                exitCode,
+                signal: exitSignal,
+                message:
+                  exitSignal !== null
+                    ? `killed by signal ${exitSignal}`
+                    : `exited with code ${exitCode} without a death record (call installDeathRecord() in the rank script)`,
+                stack: undefined,
+                time,
+                source: 'launcher',
+              },
+        );
+        stop();
+      }
+      finishIfDone();
+    };
+
+    if (signal?.aborted) {
+      resolvePromise({ ranks: [], failures: [], interrupted: true, timedOut: false });
+      return;
+    }
+    signal?.addEventListener('abort', onAbort, { once: true });
+    if (options.timeoutMs !== undefined) {
+      runTimer = setTimeout(() => {
+        timedOut = true;
+        stop();
+      }, options.timeoutMs);
+    }
+    for (let localRank = 0; localRank < options.nproc; localRank += 1) {
+      const rank = options.nodeRank * options.nproc + localRank;
+      const environment = {
+        ...process.env,
+        ...options.env,
+        ...rankEnvironment(options, { rank, localRank }, secret, port, recordDir),
+      };
+      const child = spawn(process.execPath, [...command, ...options.args], {
+        env: environment,
+        stdio: options.stdio,
+      });
+      const entry: RankProcess = { rank, localRank, child, exit: undefined, signalled: false };
+      processes.push(entry);
+      child.once('exit', (code, exitSignal) => onExit(entry, code, exitSignal));
+      child.once('error', (error) => {
+        // spawn failed (no exit follows): stop the others and report it as this rank's failure
+        if (entry.exit !== undefined) return;
+        stop();
+        if (child.pid === undefined) {
+          clearTimeout(runTimer);
+          rejectPromise(
+            new FlodlError('ERR_IO', `cannot start rank ${rank}: ${error.message}`, {
+              op: 'launch',
+              cause: error,
+            }),
+          );
+        }
+      });
+    }
+  });
+}

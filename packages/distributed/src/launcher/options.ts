@@ -1,0 +1,201 @@
+import { invalidArgument } from '@flodl/tensor-native';
+import type { ControlServer } from '../wire/index.js';
+
+/** The averaging modes a run can use (REFERENCE §5.3). */
+export const LAUNCH_MODES = ['NcclSync', 'NcclCadence', 'CpuSync', 'CpuCadence', 'CpuAsync'] as const;
+export type LaunchMode = (typeof LAUNCH_MODES)[number];
+
+/** Where ranks train. */
+export const LAUNCH_DEVICES = ['cpu', 'cuda'] as const;
+export type LaunchDevice = (typeof LAUNCH_DEVICES)[number];
+
+/** Options of `launch`. */
+export interface LaunchOptions {
+  /** Rank processes on this host. */
+  nproc: number;
+  /** The rank script: `.js`/`.mjs`/`.cjs` run with `node`, `.ts`/`.mts` with `node --import tsx`. */
+  script: string;
+  /** Arguments passed to every rank script. Default none. */
+  args?: readonly string[];
+  /** Device kind; with `cuda` each rank is told `cuda:LOCAL_RANK` via `FLODL_DEVICE_INDEX`. Default `cpu`. */
+  device?: LaunchDevice;
+  /** Averaging mode, handed to ranks as `FLODL_MODE`. Default `NcclCadence` on cuda, `CpuCadence` on cpu. */
+  mode?: LaunchMode;
+  /** Extra environment for every rank (the launcher's own role variables win). */
+  env?: Readonly<Record<string, string>>;
+  /** Coordinator port on a single host; 0 picks a free one. Default 0. Ignored when `coordinator` is set. */
+  port?: number;
+  /** Hosts in the run. Default 1. */
+  nnodes?: number;
+  /** This host's index, 0 ≤ nodeRank < nnodes; node 0 hosts the coordinator. Default 0. */
+  nodeRank?: number;
+  /** `host:port` every rank dials; required when `nnodes > 1`. Node 0 binds it. Default `127.0.0.1:<port>`. */
+  coordinator?: string;
+  /** Bound on the whole run, ms: past it the ranks are stopped and `launch` fails with ERR_TIMEOUT. Default none. */
+  timeoutMs?: number;
+  /** Between SIGTERM and SIGKILL when stopping ranks, ms. Default 3000. */
+  killGraceMs?: number;
+  /** Folder for death records. Default a fresh folder under the OS temp dir (removed after a clean run). */
+  recordDir?: string;
+  /** Extra Node flags for every rank, e.g. `['--expose-gc']`. Default none. */
+  nodeArgs?: readonly string[];
+  /** Ranks' stdio. Default `inherit`. */
+  stdio?: 'inherit' | 'ignore';
+  /** Stops the run (SIGTERM then SIGKILL to every rank); `launch` then resolves with `interrupted: true`. */
+  signal?: AbortSignal;
+  /**
+   * Called with the coordinator's `ControlServer` (node 0 only) after it listens and
+   * before any rank starts: the hook where the rank runtime attaches a
+   * `ClusterCoordinator`. Without it the server only runs handshakes, answers heartbeats
+   * with its beacon, and relays nothing.
+   */
+  onServer?: (server: ControlServer) => void | Promise<void>;
+}
+
+/** `LaunchOptions` with defaults applied and every field checked. */
+export interface ResolvedLaunchOptions {
+  nproc: number;
+  script: string;
+  args: readonly string[];
+  device: LaunchDevice;
+  mode: LaunchMode;
+  env: Readonly<Record<string, string>>;
+  nnodes: number;
+  nodeRank: number;
+  worldSize: number;
+  coordinatorHost: string;
+  coordinatorPort: number;
+  timeoutMs: number | undefined;
+  killGraceMs: number;
+  recordDir: string | undefined;
+  nodeArgs: readonly string[];
+  stdio: 'inherit' | 'ignore';
+}
+
+const KNOWN = new Set([
+  'nproc',
+  'script',
+  'args',
+  'device',
+  'mode',
+  'env',
+  'port',
+  'nnodes',
+  'nodeRank',
+  'coordinator',
+  'timeoutMs',
+  'killGraceMs',
+  'recordDir',
+  'nodeArgs',
+  'stdio',
+  'signal',
+  'onServer',
+]);
+
+/**
+ * Applies defaults and validates `launch`'s options.
+ *
+ * @throws FlodlError ERR_INVALID_ARGUMENT naming the first bad option
+ */
+export function resolveLaunchOptions(options: LaunchOptions): ResolvedLaunchOptions {
+  const op = 'launch';
+  if (typeof options !== 'object' || options === null) {
+    throw invalidArgument(op, 'options', 'an options object', options);
+  }
+  for (const key of Object.keys(options)) {
+    if (!KNOWN.has(key)) throw invalidArgument(op, key, `one of ${[...KNOWN].join(', ')}`, key);
+  }
+  const nproc = options.nproc;
+  if (!Number.isInteger(nproc) || nproc < 1) throw invalidArgument(op, 'nproc', 'a positive integer', nproc);
+  if (typeof options.script !== 'string' || options.script.length === 0) {
+    throw invalidArgument(op, 'script', 'the path of a .js, .mjs, .cjs, .ts or .mts file', options.script);
+  }
+  const args = options.args ?? [];
+  if (!Array.isArray(args) || args.some((value) => typeof value !== 'string')) {
+    throw invalidArgument(op, 'args', 'an array of strings', args);
+  }
+  const device = options.device ?? 'cpu';
+  if (!LAUNCH_DEVICES.includes(device)) throw invalidArgument(op, 'device', "'cpu' or 'cuda'", device);
+  const mode = options.mode ?? (device === 'cuda' ? 'NcclCadence' : 'CpuCadence');
+  if (!LAUNCH_MODES.includes(mode))
+    throw invalidArgument(op, 'mode', `one of ${LAUNCH_MODES.join(', ')}`, mode);
+  if (mode.startsWith('Nccl') && device !== 'cuda') {
+    throw invalidArgument(op, 'mode', "a Cpu* mode on device 'cpu' (NCCL needs --device cuda)", mode);
+  }
+  const nnodes = options.nnodes ?? 1;
+  if (!Number.isInteger(nnodes) || nnodes < 1)
+    throw invalidArgument(op, 'nnodes', 'a positive integer', nnodes);
+  const nodeRank = options.nodeRank ?? 0;
+  if (!Number.isInteger(nodeRank) || nodeRank < 0 || nodeRank >= nnodes) {
+    throw invalidArgument(op, 'nodeRank', `an integer in [0, ${nnodes - 1}]`, nodeRank);
+  }
+  let coordinatorHost = '127.0.0.1';
+  let coordinatorPort = options.port ?? 0;
+  if (!Number.isInteger(coordinatorPort) || coordinatorPort < 0 || coordinatorPort > 65_535) {
+    throw invalidArgument(op, 'port', 'an integer in [0, 65535] (0 picks a free port)', coordinatorPort);
+  }
+  if (options.coordinator !== undefined) {
+    const parsed = parseCoordinator(options.coordinator);
+    if (parsed === undefined) {
+      throw invalidArgument(op, 'coordinator', "'host:port' with a port in [1, 65535]", options.coordinator);
+    }
+    [coordinatorHost, coordinatorPort] = parsed;
+  } else if (nnodes > 1) {
+    throw invalidArgument(op, 'coordinator', "'host:port' of node 0, required when nnodes > 1", undefined);
+  }
+  const timeoutMs = options.timeoutMs;
+  if (timeoutMs !== undefined && !(Number.isFinite(timeoutMs) && timeoutMs > 0)) {
+    throw invalidArgument(op, 'timeoutMs', 'a positive number of milliseconds', timeoutMs);
+  }
+  const killGraceMs = options.killGraceMs ?? 3000;
+  if (!(Number.isFinite(killGraceMs) && killGraceMs >= 0)) {
+    throw invalidArgument(op, 'killGraceMs', 'a non-negative number of milliseconds', killGraceMs);
+  }
+  const env = options.env ?? {};
+  if (
+    typeof env !== 'object' ||
+    env === null ||
+    Object.values(env).some((value) => typeof value !== 'string')
+  ) {
+    throw invalidArgument(op, 'env', 'an object of string values', env);
+  }
+  const nodeArgs = options.nodeArgs ?? [];
+  if (!Array.isArray(nodeArgs) || nodeArgs.some((value) => typeof value !== 'string')) {
+    throw invalidArgument(op, 'nodeArgs', 'an array of strings', nodeArgs);
+  }
+  const stdio = options.stdio ?? 'inherit';
+  if (stdio !== 'inherit' && stdio !== 'ignore')
+    throw invalidArgument(op, 'stdio', "'inherit' or 'ignore'", stdio);
+  if (options.onServer !== undefined && typeof options.onServer !== 'function') {
+    throw invalidArgument(op, 'onServer', 'a function', options.onServer);
+  }
+  return {
+    nproc,
+    script: options.script,
+    args,
+    device,
+    mode,
+    env,
+    nnodes,
+    nodeRank,
+    worldSize: nproc * nnodes,
+    coordinatorHost,
+    coordinatorPort,
+    timeoutMs,
+    killGraceMs,
+    recordDir: options.recordDir,
+    nodeArgs,
+    stdio,
+  };
+}
+
+/** Splits `host:port` (IPv6 as `[::1]:port`); `undefined` when malformed. */
+export function parseCoordinator(text: unknown): [host: string, port: number] | undefined {
+  if (typeof text !== 'string') return undefined;
+  const match = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(text.trim());
+  if (!match) return undefined;
+  const host = match[1] ?? match[2] ?? '';
+  const port = Number(match[3]);
+  if (host.length === 0 || port < 1 || port > 65_535) return undefined;
+  return [host, port];
+}

@@ -403,13 +403,26 @@ export class ControlServer extends EventEmitter<ControlServerEvents> {
     const rank = hello.rank;
     connection.reader.accept(RANK_KINDS, 'from a rank');
     this.ranks.set(rank, { connection, hello });
+    let saidExiting = false;
     connection.onFrame = (frame) => {
       this.stats.framesReceived += 1;
       const message = decodeMessage(frame.kind, frame.payload) as RankMessage;
+      if (message.type === 'Exiting') saidExiting = true;
       this.deliver(() => this.emit('message', rank, message));
     };
-    connection.onClose((error) => {
+    connection.onClose((closeError) => {
       if (this.ranks.get(rank)?.connection === connection) this.ranks.delete(rank);
+      // A socket that ends without an Exiting message is a rank that died (a killed process's
+      // socket is closed by the kernel, often with a plain FIN), not an orderly leave.
+      const error =
+        closeError ??
+        (saidExiting
+          ? undefined
+          : new FlodlError('ERR_RANK_FAILED', `rank ${rank} disconnected without saying Exiting`, {
+              op: 'ControlServer',
+              expected: 'an Exiting message before the connection closes',
+              got: 'the connection closed',
+            }));
       this.deliver(() => this.emit('rankDisconnected', rank, error));
     });
     this.deliver(() => this.emit('rankConnected', rank, hello));

@@ -324,8 +324,14 @@ describe('control exchange', () => {
     const { server } = await startServer();
     const client = await startClient(server.port, { rank: 0 });
     const disconnected = once(server, 'rankDisconnected');
+    await client.send({ type: 'Exiting' });
     await client.close();
     expect((await disconnected)[1]).toBeUndefined();
+    // Closing without Exiting reads as a rank that died.
+    const abrupt = await startClient(server.port, { rank: 0 });
+    const lost = once(server, 'rankDisconnected');
+    await abrupt.close();
+    expect(((await lost)[1] as { code?: string } | undefined)?.code).toBe('ERR_RANK_FAILED');
     const again = await startClient(server.port, { rank: 0 });
     const closed = new Promise((resolve) => again.onClose(resolve));
     await server.close();

@@ -119,9 +119,7 @@ export function resolveLaunchOptions(options: LaunchOptions): ResolvedLaunchOpti
   const mode = options.mode ?? (device === 'cuda' ? 'NcclCadence' : 'CpuCadence');
   if (!LAUNCH_MODES.includes(mode))
     throw invalidArgument(op, 'mode', `one of ${LAUNCH_MODES.join(', ')}`, mode);
-  if (mode.startsWith('Nccl') && device !== 'cuda') {
-    throw invalidArgument(op, 'mode', "a Cpu* mode on device 'cpu' (NCCL needs --device cuda)", mode);
-  }
+  // On CPU devices the collective modes run their collective on Gloo (ARCHITECTURE §5).
   const nnodes = options.nnodes ?? 1;
   if (!Number.isInteger(nnodes) || nnodes < 1)
     throw invalidArgument(op, 'nnodes', 'a positive integer', nnodes);

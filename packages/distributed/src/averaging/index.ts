@@ -1,0 +1,24 @@
+// averaging: the mass law over tensors (host root and collective paths) and EASGD.
+export {
+  bufferWeight,
+  checkAlpha,
+  easgdBlendHost,
+  HOST_AVERAGE_DTYPES,
+  type HostTensor,
+  MassAccumulator,
+  prescaleHost,
+  readFloats,
+  windowMass,
+  writeFloats,
+} from './host.js';
+export {
+  type ApplyConsensusOptions,
+  type AveragedState,
+  applyConsensus,
+  averagedState,
+  BUFFER_PREFIX,
+  type CollectiveResult,
+  collectiveAverage,
+  PARAM_PREFIX,
+  snapshotContribution,
+} from './model.js';

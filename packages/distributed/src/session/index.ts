@@ -1,0 +1,10 @@
+// session: the rank's averaging session and the launcher-side averaging driver.
+export { AveragingHost, type AveragingHostOptions, type HostRound } from './coordinator-host.js';
+export {
+  type AveragedEvent,
+  DistributedSession,
+  isCollectiveMode,
+  PROCESS_GROUP_PORT_ENV,
+  type SessionOptions,
+  type StepReport,
+} from './session.js';

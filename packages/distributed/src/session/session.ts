@@ -1,0 +1,370 @@
+import type { Module } from '@flodl/nn';
+import { createProcessGroup, FlodlError, invalidArgument, type ProcessGroup } from '@flodl/tensor-native';
+import { type HostTensor, windowMass } from '../averaging/host.js';
+import {
+  applyConsensus,
+  type CollectiveResult,
+  collectiveAverage,
+  snapshotContribution,
+} from '../averaging/model.js';
+import { LAUNCH_MODES, type LaunchMode } from '../launcher/options.js';
+import { RankClient } from '../rank/client.js';
+import { ControlClient } from '../wire/client.js';
+import type { DataChannel } from '../wire/data-channel.js';
+import type { CoordinatorMessage } from '../wire/messages.js';
+import { resolveRunSecret } from '../wire/secret.js';
+
+/** Environment variable with the process group's rendezvous port (collective modes). */
+export const PROCESS_GROUP_PORT_ENV = 'FLODL_PG_PORT';
+
+/** True for the modes that average through a device collective (Gloo on CPU). */
+export function isCollectiveMode(mode: LaunchMode): boolean {
+  return mode === 'NcclSync' || mode === 'NcclCadence';
+}
+
+/** Options of {@link DistributedSession.join}; unset values come from the launcher's environment. */
+export interface SessionOptions {
+  /** Default `FLODL_MODE`. */
+  mode?: LaunchMode;
+  /** Shapes the mass: `steps^γ`. Default 1. */
+  gamma?: number;
+  /** CpuAsync only: EASGD blend factor α in (0, 1]; unset overwrites with the consensus. */
+  easgdAlpha?: number;
+  /** Collective modes: rendezvous port. Default `FLODL_PG_PORT`. */
+  processGroupPort?: number;
+  /** Bound on every wait (collective, consensus, shutdown), ms. Default 60 000. */
+  timeoutMs?: number;
+  /** Receives coordinator messages the session does not handle itself (StartEpoch, roles…). */
+  onControl?: (message: CoordinatorMessage) => void;
+  /** Called right before this rank's state enters an averaging round. */
+  onBeforeAverage?: (round: { version: number; steps: number; mass: number }) => void;
+  /** Called after an averaging round was applied to the model. */
+  onAveraged?: (event: AveragedEvent) => void;
+  /** The module hosting the RankClient's control worker (bundled builds / tests). */
+  workerUrl?: URL;
+}
+
+/** One applied averaging round, as this rank saw it. */
+export interface AveragedEvent {
+  version: number;
+  /** This rank's realized steps in the window, and its mass. */
+  steps: number;
+  mass: number;
+  /** Σ mass of the parameters' accepted contributions (the one divisor). */
+  totalMass: number;
+  /** Host modes: the consensus as received. */
+  consensus?: readonly HostTensor[];
+  /** True when the consensus was EASGD-blended rather than adopted. */
+  blended: boolean;
+}
+
+/** What the training loop reports after each optimizer step. */
+export interface StepReport {
+  loss: number;
+  /** Wall time of the step, ms. Default: the time since the previous report. */
+  batchMs?: number;
+  /** Part of it spent waiting for data, ms. Default 0. */
+  dataMs?: number;
+  /** Optimizer steps this report covers. Default 1. */
+  steps?: number;
+}
+
+const OP = 'DistributedSession';
+
+/**
+ * A rank's end of a distributed run: reports each step's timing to the coordinator and, at
+ * step points, follows its averaging commands. Collective modes (NcclSync / NcclCadence; Gloo
+ * on CPU) average parameters and float buffers with the mass law through a process group on
+ * `SyncNow` and ack with `SyncAck`. Host modes (CpuSync / CpuCadence / CpuAsync) stream a
+ * mass-scaled snapshot over the data channel on `RequestParams` and apply the consensus on
+ * `Update` (CpuSync / CpuCadence wait for it; CpuAsync keeps training and EASGD-blends it in
+ * when it arrives).
+ *
+ * @example
+ * ```ts
+ * const session = await DistributedSession.join(model);
+ * while (!session.stopped && step < steps) { trainStep(); await session.afterStep({ loss }); }
+ * await session.finish();
+ * ```
+ */
+export class DistributedSession {
+  /** Version of the last applied round. */
+  version = 0;
+  /** True once the coordinator sent `Shutdown`. */
+  stopped = false;
+  #stepCount = 0;
+  #windowSteps = 0;
+  #lastReport = performance.now();
+  #backlog: CoordinatorMessage[] = [];
+  #finished = false;
+
+  private constructor(
+    readonly model: Module,
+    readonly mode: LaunchMode,
+    readonly rank: number,
+    readonly worldSize: number,
+    readonly control: RankClient,
+    readonly group: ProcessGroup | undefined,
+    readonly data: DataChannel | undefined,
+    private readonly options: SessionOptions,
+    private readonly timeoutMs: number,
+  ) {}
+
+  /**
+   * Joins the run this process was launched into (`FLODL_RANK`, `FLODL_WORLD_SIZE`,
+   * `FLODL_COORDINATOR`, `FLODL_SECRET`, `FLODL_MODE`): connects the control client, opens
+   * the data channel (host modes) or the process group (collective modes), and waits for
+   * formation (the coordinator's first `StartEpoch` or `SetGlobalStep`).
+   *
+   * @throws FlodlError ERR_INVALID_ARGUMENT when the role is missing or malformed
+   */
+  static async join(model: Module, options: SessionOptions = {}): Promise<DistributedSession> {
+    const env = process.env;
+    const rank = Number(env.FLODL_RANK);
+    const worldSize = Number(env.FLODL_WORLD_SIZE);
+    if (!Number.isInteger(rank) || !Number.isInteger(worldSize) || rank < 0 || rank >= worldSize) {
+      throw invalidArgument(
+        `${OP}.join`,
+        'FLODL_RANK / FLODL_WORLD_SIZE',
+        'a rank in [0, world size)',
+        `${env.FLODL_RANK}/${env.FLODL_WORLD_SIZE}`,
+      );
+    }
+    const mode = (options.mode ?? env.FLODL_MODE) as LaunchMode;
+    if (!LAUNCH_MODES.includes(mode))
+      throw invalidArgument(`${OP}.join`, 'mode', LAUNCH_MODES.join(' | '), mode);
+    if (options.easgdAlpha !== undefined && mode !== 'CpuAsync') {
+      throw invalidArgument(`${OP}.join`, 'easgdAlpha', 'only with CpuAsync', mode);
+    }
+    const coordinator = env.FLODL_COORDINATOR ?? '';
+    const timeoutMs = options.timeoutMs ?? 60_000;
+    const secret = resolveRunSecret();
+    let data: DataChannel | undefined;
+    if (!isCollectiveMode(mode)) {
+      // RankClient has no data channel: a short-lived ControlClient opens it, then hands
+      // the control channel over to the RankClient (the host joins the rank on the second).
+      const split = coordinator.lastIndexOf(':');
+      const bootstrap = await ControlClient.connect({
+        host: coordinator.slice(0, split).replace(/^\[|\]$/g, ''),
+        port: Number(coordinator.slice(split + 1)),
+        secret,
+        rank,
+        worldSize,
+        connectTimeoutMs: timeoutMs,
+      });
+      data = await bootstrap.openDataChannel();
+      await bootstrap.close();
+    }
+    const control = await RankClient.connect({
+      coordinator,
+      rank,
+      worldSize,
+      secret,
+      connectTimeoutMs: timeoutMs,
+      ...(options.workerUrl ? { workerUrl: options.workerUrl } : {}),
+    });
+    let group: ProcessGroup | undefined;
+    if (isCollectiveMode(mode)) {
+      const port = options.processGroupPort ?? Number(env[PROCESS_GROUP_PORT_ENV]);
+      if (!Number.isInteger(port) || port < 1) {
+        throw invalidArgument(`${OP}.join`, PROCESS_GROUP_PORT_ENV, 'a port for the process group', port);
+      }
+      group = createProcessGroup({ backend: 'gloo', rank, worldSize, port, timeoutMs });
+    }
+    // Formation: wait until the coordinator has every rank (its first StartEpoch or SetGlobalStep).
+    const formed = control.waitFor(
+      (message) => message.type === 'StartEpoch' || message.type === 'SetGlobalStep',
+      {
+        timeoutMs,
+      },
+    );
+    options.onControl?.(formed);
+    return new DistributedSession(model, mode, rank, worldSize, control, group, data, options, timeoutMs);
+  }
+
+  /** Steps this rank has run. */
+  get stepCount(): number {
+    return this.#stepCount;
+  }
+
+  /** Steps since this rank's state last entered an averaging round. */
+  get windowSteps(): number {
+    return this.#windowSteps;
+  }
+
+  /** Reports the step(s) just taken and follows every control message that arrived. */
+  async afterStep(report: StepReport): Promise<void> {
+    const steps = report.steps ?? 1;
+    if (!Number.isInteger(steps) || steps < 1)
+      throw invalidArgument(`${OP}.afterStep`, 'steps', 'an integer ≥ 1', steps);
+    const now = performance.now();
+    this.#stepCount += steps;
+    this.#windowSteps += steps;
+    this.control.reportBatch({
+      batchMs: report.batchMs ?? now - this.#lastReport,
+      dataMs: report.dataMs ?? 0,
+      stepCount: this.#stepCount,
+      batchLoss: report.loss,
+    });
+    this.#lastReport = now;
+    await this.drain();
+  }
+
+  /** Follows every control message that arrived (a step point without a step). */
+  async drain(): Promise<void> {
+    const messages = [...this.#backlog.splice(0), ...this.control.poll()];
+    for (const message of messages) await this.#handle(message);
+  }
+
+  /**
+   * Announces the end of training, keeps serving averaging rounds until the coordinator's
+   * `Shutdown`, then closes everything. Idempotent.
+   *
+   * @throws FlodlError ERR_TIMEOUT when no Shutdown arrives within the timeout
+   */
+  async finish(): Promise<void> {
+    if (this.#finished) return;
+    this.#finished = true;
+    try {
+      this.control.exiting();
+      const deadline = Date.now() + this.timeoutMs;
+      while (!this.stopped) {
+        await this.drain();
+        if (this.stopped) break;
+        if (Date.now() > deadline) {
+          throw new FlodlError('ERR_TIMEOUT', `no Shutdown within ${this.timeoutMs} ms`, {
+            op: `${OP}.finish`,
+          });
+        }
+        await sleep(2);
+      }
+    } finally {
+      this.data?.close();
+      this.group?.destroy();
+      await this.control.close();
+    }
+  }
+
+  async #handle(message: CoordinatorMessage): Promise<void> {
+    switch (message.type) {
+      case 'SyncNow':
+        this.#syncNow();
+        return;
+      case 'RequestParams':
+        await this.#requestParams(message.version);
+        return;
+      case 'Update':
+        await this.#update(message.version);
+        return;
+      case 'Shutdown':
+      case 'ShutdownWithSave':
+        this.stopped = true;
+        this.options.onControl?.(message);
+        return;
+      default:
+        this.options.onControl?.(message);
+    }
+  }
+
+  #openWindow(version: number): { steps: number; mass: number } {
+    const steps = this.#windowSteps;
+    const mass = windowMass(steps, this.options.gamma ?? 1);
+    this.options.onBeforeAverage?.({ version, steps, mass });
+    this.#windowSteps = 0;
+    return { steps, mass };
+  }
+
+  #syncNow(): void {
+    if (!this.group)
+      throw new FlodlError('ERR_INVALID_ARGUMENT', `SyncNow in host mode ${this.mode}`, { op: OP });
+    const version = this.version + 1;
+    const { steps, mass } = this.#openWindow(version);
+    const result: CollectiveResult = collectiveAverage(this.group, this.model, mass);
+    this.version = version;
+    this.control.syncAck({
+      stepCount: this.#stepCount,
+      divergence: result.divergence,
+      preNorm: result.preNorm,
+      postNorm: result.postNorm,
+    });
+    this.options.onAveraged?.({ version, steps, mass, totalMass: result.totalMass, blended: false });
+  }
+
+  #pendingWindow: { version: number; steps: number; mass: number } | undefined;
+
+  async #requestParams(version: number): Promise<void> {
+    const data = this.#dataChannel();
+    const window = { version, ...this.#openWindow(version) };
+    const snapshot = snapshotContribution(this.model, window.mass);
+    try {
+      await data.send(version, snapshot);
+    } finally {
+      for (const entry of snapshot) if ('tensor' in entry) entry.tensor.dispose();
+    }
+    this.control.send({ type: 'SnapshotReady', version });
+    this.#pendingWindow = window;
+    if (this.mode === 'CpuAsync') return;
+    // CpuSync / CpuCadence: hold until the consensus is in, so every rank leaves the round equal.
+    const deadline = Date.now() + this.timeoutMs;
+    for (;;) {
+      const messages = this.control.poll();
+      const index = messages.findIndex((message) => message.type === 'Update');
+      if (index >= 0) {
+        this.#backlog.push(...messages.slice(0, index), ...messages.slice(index + 1));
+        await this.#update((messages[index] as { version: number }).version);
+        return;
+      }
+      this.#backlog.push(...messages);
+      if (Date.now() > deadline) {
+        throw new FlodlError('ERR_TIMEOUT', `no Update for round ${version} within ${this.timeoutMs} ms`, {
+          op: OP,
+        });
+      }
+      await sleep(1);
+    }
+  }
+
+  async #update(version: number): Promise<void> {
+    const data = this.#dataChannel();
+    const received = await data.receiveContribution({ timeoutMs: this.timeoutMs });
+    if (received.version !== version) {
+      throw new FlodlError(
+        'ERR_RANK_FAILED',
+        `consensus of round ${received.version} for Update ${version}`,
+        { op: OP },
+      );
+    }
+    const consensus: HostTensor[] = received.tensors.map((tensor) => ({
+      name: tensor.name,
+      dtype: tensor.dtype,
+      shape: tensor.shape,
+      mass: tensor.mass,
+      bytes: tensor.bytes,
+    }));
+    const alpha = this.mode === 'CpuAsync' ? this.options.easgdAlpha : undefined;
+    applyConsensus(this.model, consensus, alpha === undefined ? {} : { easgdAlpha: alpha });
+    this.version = version;
+    const window = this.#pendingWindow?.version === version ? this.#pendingWindow : { steps: 0, mass: 0 };
+    this.#pendingWindow = undefined;
+    this.options.onAveraged?.({
+      version,
+      steps: window.steps,
+      mass: window.mass,
+      totalMass: consensus.find((tensor) => tensor.name.startsWith('p:'))?.mass ?? 0,
+      consensus,
+      blended: alpha !== undefined,
+    });
+  }
+
+  #dataChannel(): DataChannel {
+    if (!this.data)
+      throw new FlodlError('ERR_INVALID_ARGUMENT', `host averaging in collective mode ${this.mode}`, {
+        op: OP,
+      });
+    return this.data;
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,99 @@
+import { Linear } from '@flodl/nn';
+import { fromBytes, manualSeed, toBytes } from '@flodl/tensor-native';
+import { describe, expect, it } from 'vitest';
+import {
+  applyConsensus,
+  easgdBlendHost,
+  type HostTensor,
+  MassAccumulator,
+  prescaleHost,
+  readFloats,
+  snapshotContribution,
+  windowMass,
+  writeFloats,
+} from '../src/averaging/index.js';
+
+const host = (name: string, values: number[], mass = 0): HostTensor => ({
+  name,
+  dtype: 'float32',
+  shape: [values.length],
+  mass,
+  bytes: writeFloats('float32', values),
+});
+const values = (tensor: HostTensor | undefined): number[] => Array.from(readFloats('float32', tensor!.bytes));
+
+describe('mass-law averaging', () => {
+  it('shapes the mass by gamma and excludes zero-step windows', () => {
+    expect(windowMass(4)).toBe(4);
+    expect(windowMass(4, 0.5)).toBe(2);
+    expect(windowMass(0)).toBe(0);
+    expect(() => windowMass(-1)).toThrow(/steps/);
+  });
+
+  it('holds exactly when ranks did unequal work: Σ m·W / Σ m, one division', () => {
+    // rank 0: 3 steps, rank 1: 1 step, rank 2: 4 steps (exact dyadic arithmetic)
+    const root = new MassAccumulator();
+    root.add(0, [
+      prescaleHost(host('p:w', [1, 2, -4]), windowMass(3)),
+      prescaleHost(host('b:m', [8, 0, 0]), 1),
+    ]);
+    root.add(1, [
+      prescaleHost(host('p:w', [5, 6, 4]), windowMass(1)),
+      prescaleHost(host('b:m', [0, 4, 0]), 1),
+    ]);
+    root.add(2, [
+      prescaleHost(host('p:w', [0.5, 2, 1]), windowMass(4)),
+      prescaleHost(host('b:m', [0, 0, 2]), 1),
+    ]);
+    const consensus = root.average();
+    const weight = consensus.find((tensor) => tensor.name === 'p:w');
+    expect(weight?.mass).toBe(8);
+    // (3·1 + 1·5 + 4·0.5) / 8 = 1.25; (6 + 6 + 8) / 8 = 2.5; (−12 + 4 + 4) / 8 = −0.5
+    expect(values(weight)).toEqual([1.25, 2.5, -0.5]);
+    // buffers: equal weight among ranks that stepped
+    expect(values(consensus.find((tensor) => tensor.name === 'b:m'))).toEqual(
+      [8 / 3, 4 / 3, 2 / 3].map(Math.fround),
+    );
+    expect(root.accepted).toEqual([0, 1, 2]);
+  });
+
+  it('divides by the mass of exactly the accepted contributions (a zero-step rank enters neither)', () => {
+    const root = new MassAccumulator();
+    root.add(0, [prescaleHost(host('p:w', [2, 4]), windowMass(2))]);
+    root.add(1, [prescaleHost(host('p:w', [100, 100]), windowMass(0))]);
+    root.add(2, [prescaleHost(host('p:w', [8, 16]), windowMass(6))]);
+    const [weight] = root.average();
+    expect(weight?.mass).toBe(8);
+    expect(values(weight)).toEqual([(2 * 2 + 8 * 6) / 8, (4 * 2 + 16 * 6) / 8]);
+    expect(() => root.add(2, [])).toThrow(/rank/);
+    expect(() => root.add(3, [host('p:w', [1, 2, 3], 1)])).toThrow(/p:w/);
+    expect(new MassAccumulator().average()).toEqual([]);
+  });
+
+  it('blends with EASGD: (1 − α)·W + α·W_avg', () => {
+    expect(easgdBlendHost([1, 2], [3, -2], 0.25)).toEqual([1.5, 1]);
+    expect(() => easgdBlendHost([1], [1], 0)).toThrow(/alpha/);
+  });
+
+  it('snapshots a model pre-scaled by its mass and applies a consensus (overwrite and EASGD)', () => {
+    manualSeed(1);
+    const model = new Linear(2, 1);
+    const snapshot = snapshotContribution(model, 3);
+    expect(snapshot.map((entry) => [entry.name, entry.mass])).toEqual([
+      ['p:weight', 3],
+      ['p:bias', 3],
+    ]);
+    const weight = model.weight;
+    const scaled = 'tensor' in snapshot[0]! ? snapshot[0].tensor : undefined;
+    const original = Array.from(new Float32Array(toBytes(weight).slice().buffer));
+    expect(Array.from(new Float32Array(toBytes(scaled!).slice().buffer))).toEqual(
+      original.map((v) => Math.fround(v * 3)),
+    );
+    applyConsensus(model, [{ ...host('p:weight', [1, 2]), shape: [1, 2] }]);
+    expect(Array.from(new Float32Array(toBytes(weight).slice().buffer))).toEqual([1, 2]);
+    applyConsensus(model, [{ ...host('p:weight', [3, -2]), shape: [1, 2] }], { easgdAlpha: 0.25 });
+    expect(Array.from(new Float32Array(toBytes(weight).slice().buffer))).toEqual([1.5, 1]);
+    expect(() => applyConsensus(model, [host('p:nope', [1])])).toThrow(/p:nope/);
+    expect(fromBytes(writeFloats('float32', [1]), [1], 'float32').item()).toBe(1);
+  });
+});

@@ -1,0 +1,163 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { type LaunchMode, launch, TSX_ENV } from '../src/launcher/index.js';
+import { CoordinatorHost, PROCESS_GROUP_PORT_ENV } from '../src/session/index.js';
+import type { EpochPlan } from '../src/wire/messages.js';
+import { bundle } from './fixtures/rank-bundle.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const rankScript = join(here, 'fixtures', 'coordinated-rank.ts');
+process.env[TSX_ENV] ??= dirname(createRequire(join(here, '..', 'package.json')).resolve('tsx/package.json'));
+
+// Node cannot start the RankClient's worker on a .ts file: ranks get a bundled build of it.
+let workerUrl: URL;
+beforeAll(async () => {
+  workerUrl = await bundle('src/rank/index.ts', 'coordinated-rank-worker');
+});
+
+interface Round {
+  version: number;
+  mass: number;
+  totalMass: number;
+  pre: number[];
+  post: number[];
+}
+interface RankRecord {
+  rank: number;
+  losses: number[];
+  rounds: Round[];
+  plans: EpochPlan[];
+  globalSteps: number[];
+}
+
+const TOTAL_SAMPLES = 576;
+const BATCH_SIZE = 16;
+const NUM_EPOCHS = 3;
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function run(mode: LaunchMode): Promise<{ records: RankRecord[]; host: CoordinatorHost }> {
+  const recordDir = mkdtempSync(join(tmpdir(), 'flodl-coordinated-'));
+  let host: CoordinatorHost | undefined;
+  const errors: unknown[] = [];
+  try {
+    await launch({
+      nproc: 3,
+      script: rankScript,
+      // On the CPU the Nccl* modes run their collective on Gloo.
+      mode,
+      args: [JSON.stringify({ totalSamples: TOTAL_SAMPLES, batchSize: BATCH_SIZE, mode })],
+      env: { [PROCESS_GROUP_PORT_ENV]: String(await freePort()), FLODL_TEST_WORKER_URL: workerUrl.href },
+      recordDir,
+      stdio: 'ignore',
+      timeoutMs: 30_000,
+      onServer: (server) => {
+        host = CoordinatorHost.attach(server, {
+          mode,
+          coordinator: {
+            worldSize: 3,
+            totalSamples: TOTAL_SAMPLES,
+            batchSize: BATCH_SIZE,
+            numEpochs: NUM_EPOCHS,
+            // A short cadence so a small run averages several times.
+            elche: { mode, anchor: 3 },
+          },
+          tickMs: 100,
+          onError: (error) => errors.push(error),
+        });
+      },
+    });
+    expect(errors).toEqual([]);
+    const records = [0, 1, 2].map(
+      (rank) => JSON.parse(readFileSync(join(recordDir, `coordinated-${rank}.json`), 'utf8')) as RankRecord,
+    );
+    if (!host) throw new Error('no host attached');
+    host.detach();
+    return { records, host };
+  } finally {
+    rmSync(recordDir, { recursive: true, force: true });
+  }
+}
+
+function check(mode: LaunchMode, records: RankRecord[], host: CoordinatorHost): void {
+  // The coordinator ran the whole schedule and shut the run down.
+  expect(host.finished).toBe(true);
+  expect(host.coordinator.finishReason).toBe('Completed');
+  const epochs = host.notices.flatMap((notice) =>
+    notice.type === 'EpochMetrics' ? [notice.metrics.epoch] : [],
+  );
+  expect(epochs).toEqual([0, 1, 2]);
+  // Every epoch's samples were trained exactly once across the ranks, by the plans.
+  for (let epoch = 0; epoch < NUM_EPOCHS; epoch++) {
+    const samples = records
+      .flatMap((record) => record.plans)
+      .filter((plan) => plan.epoch === epoch)
+      .reduce((sum, plan) => sum + plan.partitionSize, 0);
+    expect(samples, `epoch ${epoch}`).toBe(TOTAL_SAMPLES);
+  }
+  for (const record of records) {
+    const early = record.losses.slice(0, 4).reduce((a, b) => a + b) / 4;
+    const late = record.losses.slice(-4).reduce((a, b) => a + b) / 4;
+    expect(late, `rank ${record.rank} loss`).toBeLessThan(early);
+  }
+  // Parameters bit-identical across ranks after every round.
+  const versions = records[0]!.rounds.map((round) => round.version);
+  expect(versions.length).toBeGreaterThan(1);
+  for (const record of records) expect(record.rounds.map((round) => round.version)).toEqual(versions);
+  for (const [index] of versions.entries()) {
+    const post = records.map((record) => record.rounds[index]!.post);
+    expect(post[1]).toEqual(post[0]);
+    expect(post[2]).toEqual(post[0]);
+    // The mass law over what the ranks shipped: Σ f32(m·W) / Σ m (host root exact; Gloo to f32 rounding).
+    const rounds = records.map((record) => record.rounds[index]!);
+    const total = rounds.reduce((sum, round) => sum + round.mass, 0);
+    for (const round of rounds) expect(round.totalMass).toBe(total);
+    const expected = rounds[0]!.pre.map((_, i) =>
+      Math.fround(rounds.reduce((sum, round) => sum + Math.fround(round.pre[i]! * round.mass), 0) / total),
+    );
+    if (mode.startsWith('Cpu')) expect(post[0]).toEqual(expected);
+    else for (const [i, value] of post[0]!.entries()) expect(value).toBeCloseTo(expected[i]!, 5);
+  }
+  // The global step advances with every round, the same on every rank.
+  const averaged = host.notices.flatMap((notice) => (notice.type === 'Averaged' ? [notice] : []));
+  expect(averaged.length).toBe(versions.length);
+  for (const [index, notice] of averaged.entries()) {
+    if (index > 0) expect(notice.globalStep).toBeGreaterThan(averaged[index - 1]!.globalStep);
+  }
+  const finalStep = averaged.at(-1)!.globalStep;
+  expect(finalStep).toBe(host.coordinator.globalStep);
+  for (const record of records) {
+    expect(record.globalSteps.at(-1)).toBe(finalStep);
+    expect(record.globalSteps).toEqual(averaged.map((notice) => notice.globalStep));
+  }
+}
+
+describe('ClusterCoordinator driving real ranks (3 processes on CPU)', () => {
+  for (const mode of ['CpuSync', 'CpuCadence', 'NcclSync', 'NcclCadence'] as const) {
+    it(`${mode}: ranks follow the epoch plans, average on command, and finish`, async () => {
+      const { records, host } = await run(mode);
+      check(mode, records, host);
+      if (mode.startsWith('Cpu')) {
+        expect(host.rounds.map((round) => round.version)).toEqual(records[0]!.rounds.map((r) => r.version));
+        for (const round of host.rounds) {
+          const masses = Object.values(round.masses!);
+          expect(round.totalMass).toBe(masses.reduce((a, b) => a + b));
+        }
+      }
+    }, 40_000);
+  }
+});

@@ -1,24 +1,18 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { type LaunchMode, launch, TSX_ENV } from '../src/launcher/index.js';
+import { describe, expect, it } from 'vitest';
+import { type LaunchMode, launch } from '../src/launcher/index.js';
 import { CoordinatorHost, PROCESS_GROUP_PORT_ENV } from '../src/session/index.js';
 import type { EpochPlan } from '../src/wire/messages.js';
-import { bundle } from './fixtures/rank-bundle.js';
+import { bundledRankWorker } from './fixtures/cluster-setup.js';
+import { freePort } from './fixtures/wire-helpers.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const rankScript = join(here, 'fixtures', 'coordinated-rank.ts');
-process.env[TSX_ENV] ??= dirname(createRequire(join(here, '..', 'package.json')).resolve('tsx/package.json'));
 
-// Node cannot start the RankClient's worker on a .ts file: ranks get a bundled build of it.
-let workerUrl: URL;
-beforeAll(async () => {
-  workerUrl = await bundle('src/rank/index.ts', 'coordinated-rank-worker');
-});
+const workerUrl = bundledRankWorker('coordinated-rank-worker');
 
 interface Round {
   version: number;
@@ -39,17 +33,6 @@ const TOTAL_SAMPLES = 576;
 const BATCH_SIZE = 16;
 const NUM_EPOCHS = 3;
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 async function run(mode: LaunchMode): Promise<{ records: RankRecord[]; host: CoordinatorHost }> {
   const recordDir = mkdtempSync(join(tmpdir(), 'flodl-coordinated-'));
   let host: CoordinatorHost | undefined;
@@ -61,7 +44,7 @@ async function run(mode: LaunchMode): Promise<{ records: RankRecord[]; host: Coo
       // On the CPU the Nccl* modes run their collective on Gloo.
       mode,
       args: [JSON.stringify({ totalSamples: TOTAL_SAMPLES, batchSize: BATCH_SIZE, mode })],
-      env: { [PROCESS_GROUP_PORT_ENV]: String(await freePort()), FLODL_TEST_WORKER_URL: workerUrl.href },
+      env: { [PROCESS_GROUP_PORT_ENV]: String(await freePort()), FLODL_TEST_WORKER_URL: workerUrl().href },
       recordDir,
       stdio: 'ignore',
       timeoutMs: 30_000,

@@ -1,17 +1,15 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FlodlError } from '@flodl/tensor-native';
 import { describe, expect, it } from 'vitest';
-import { launch, parseLaunchArgs, RankFailedError, TSX_ENV } from '../src/launcher/index.js';
+import { launch, parseLaunchArgs, RankFailedError } from '../src/launcher/index.js';
+import './fixtures/cluster-setup.js'; // runs the .ts rank fixtures through this package's tsx
 
 const here = dirname(fileURLToPath(import.meta.url));
 const rankScript = join(here, 'fixtures', 'launcher-rank.ts');
 const bin = join(here, '..', 'bin', 'flodl.mjs');
-// The fixtures are TypeScript: the launcher runs them through this package's tsx.
-process.env[TSX_ENV] ??= dirname(createRequire(join(here, '..', 'package.json')).resolve('tsx/package.json'));
 
 async function failure(promise: Promise<unknown>): Promise<RankFailedError> {
   const error = await promise.then(

@@ -3,20 +3,15 @@
 // train with CpuSync averaging over the control and data channels. Root only; skipped otherwise.
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRunSecret, SECRET_ENV } from '../src/wire/index.js';
-import { bundle } from './fixtures/rank-bundle.js';
+import { bundledRankWorker, tsxDirectory } from './fixtures/cluster-setup.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const tsxLoader = join(
-  dirname(createRequire(join(here, '..', 'package.json')).resolve('tsx/package.json')),
-  'dist',
-  'loader.mjs',
-);
+const tsxLoader = join(tsxDirectory, 'dist', 'loader.mjs');
 
 function canMakeNamespaces(): boolean {
   if (typeof process.getuid !== 'function' || process.getuid() !== 0) return false;
@@ -36,9 +31,8 @@ const addresses = [`10.231.${suffix % 250}.1`, `10.231.${suffix % 250}.2`];
 const ip = (...args: string[]) => execFileSync('ip', args, { stdio: 'pipe' });
 
 describe.skipIf(!available)('two hosts in network namespaces (root only)', () => {
-  let workerUrl: URL;
-  beforeAll(async () => {
-    workerUrl = await bundle('src/rank/index.ts', 'two-host-rank-worker');
+  const workerUrl = bundledRankWorker('two-host-rank-worker');
+  beforeAll(() => {
     for (const name of namespaces) ip('netns', 'add', name);
     ip('link', 'add', `fa${suffix}`, 'type', 'veth', 'peer', 'name', `fb${suffix}`);
     ip('link', 'set', `fa${suffix}`, 'netns', namespaces[0]!);
@@ -71,7 +65,7 @@ describe.skipIf(!available)('two hosts in network namespaces (root only)', () =>
           coordinator,
           recordDir,
           rankScript: join(here, 'fixtures', 'averaging-rank.ts'),
-          workerUrl: workerUrl.href,
+          workerUrl: workerUrl().href,
           steps: 12,
         };
         const child = spawn(

@@ -15,6 +15,7 @@ import {
 } from '@flodl/tensor-native';
 import { describe, expect, it } from 'vitest';
 import { F, gradcheck } from '../src/index.js';
+import { onDevice } from './helpers/device.js';
 import { expectTensor, groupsOf, loadGoldens, makeTensor, runGolden } from './helpers/nn-goldens.js';
 import { CHECK, double, GRADCHECKS, int64 } from './helpers/nn-gradchecks.js';
 
@@ -24,10 +25,22 @@ const startingCount = liveTensorCount();
 const sameGenerator = buildInfo().torchVersion.startsWith(goldens.meta.torch.slice(0, 4));
 const valuesOf = (tensor: Tensor): number[] => Array.from(tensor.toTypedArray(), Number);
 
+/**
+ * Goldens the device tier cannot hold, with the reason. With indices [1, 1, 2, 1] index 2 occurs
+ * once, yet libtorch 1.13's CPU kernel (and so the golden) divides its gradient by 3; CUDA's
+ * kernel divides by the true count.
+ */
+const NOT_ON_CUDA: Record<string, string> = {
+  'embedding / embeddingBag int32, scaleGradByFreq': "libtorch 1.13's CPU frequency count for int32 indices",
+};
+
 describe(`goldens (PyTorch ${goldens.meta.torch})`, () => {
   for (const [group, cases] of groupsOf(goldens.cases)) {
     describe(group, () => {
-      for (const golden of cases) it(golden.name, () => runGolden(golden));
+      for (const golden of cases) {
+        const skip = onDevice && NOT_ON_CUDA[`${group} / ${golden.name}`] !== undefined;
+        it.skipIf(skip)(golden.name, () => runGolden(golden));
+      }
     });
   }
 

@@ -14,6 +14,7 @@ import {
 } from '@flodl/tensor-native';
 import { describe, expect, it } from 'vitest';
 import { F, gradcheck } from '../src/index.js';
+import { onDevice } from './helpers/device.js';
 import { groupsOf, loadGoldens, runGolden } from './helpers/rnn-loss-goldens.js';
 
 const fixture = loadGoldens();
@@ -354,7 +355,8 @@ describe('argument errors', () => {
     );
   });
 
-  it('passes libtorch refusals on as FlodlErrors', () => {
+  // On CUDA these inputs trip device-side asserts instead (as in PyTorch), which end the CUDA context.
+  it.skipIf(onDevice)('passes libtorch refusals on as FlodlErrors', () => {
     expect(codeOf(() => F.crossEntropy(x(), indices([0, 7])))).toBe('ERR_INVALID_ARGUMENT');
     expect(codeOf(() => F.nllLoss(x(), indices([-1, 0])))).toBe('ERR_INVALID_ARGUMENT');
     expect(codeOf(() => F.binaryCrossEntropy(x().add(2), x().sigmoid()))).toBe('ERR_NATIVE');

@@ -96,6 +96,44 @@ check('cuDNN LSTM and GRU: forward and backward match the CPU', () =>
   }),
 );
 
+check('cuDNN RNN weights live in one flat buffer through to(), loadStateDict and optimizer steps', () =>
+  tidy(() => {
+    for (const Layer of [nn.LSTM, nn.GRU]) {
+      const layer = new Layer(8, 16, { numLayers: 2, bidirectional: true }).to('cuda');
+      const flat = () => layer.parameters().every((p) => p.sharesMemoryWith(layer.parameters()[0]));
+      assert(flat(), `${Layer.name}: weights not flattened after to('cuda')`);
+      layer.loadStateDict(layer.stateDict());
+      const optimizer = new nn.Adam(layer.parameters(), { lr: 1e-3 });
+      for (let step = 0; step < 3; step++) {
+        optimizer.zeroGrad();
+        layer
+          .forward(randn([5, 3, 8], { device: 'cuda' }))
+          .output.square()
+          .mean()
+          .backward();
+        optimizer.step();
+      }
+      assert(flat(), `${Layer.name}: weights left the flat buffer`);
+      layer.to('float64');
+      assert(flat(), `${Layer.name}: weights not re-flattened after to('float64')`);
+      optimizer.dispose();
+      layer.dispose();
+    }
+    // Built directly on CUDA (the default device), the constructor flattens.
+    flodl.setDefaultDevice('cuda');
+    try {
+      const layer = new nn.LSTM(4, 8);
+      assert(
+        layer.parameters().every((p) => p.sharesMemoryWith(layer.parameters()[0])),
+        'constructor did not flatten',
+      );
+      layer.dispose();
+    } finally {
+      flodl.setDefaultDevice('cpu');
+    }
+  }),
+);
+
 check('fused Adam and AdamW match the per-parameter update', () =>
   tidy(() => {
     assert(flodl.aten.has('fusedAdam'), 'no fused kernel in this build');

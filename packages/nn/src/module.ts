@@ -162,8 +162,16 @@ export abstract class Module<Inputs extends unknown[] = [Tensor], Output = Tenso
         });
       }
     });
+    for (const module of this.modules()) module.afterMove();
     return this;
   }
+
+  /**
+   * Called on this module and every descendant after `to()` moved or cast their tensors: a
+   * layer that keeps a device-specific arrangement of its parameters (cuDNN's flat RNN
+   * weights) rebuilds it here. PyTorch: the layer's `_apply` override.
+   */
+  protected afterMove(): void {}
 
   /**
    * The persistent state as qualified name → tensor (new handles on the module's own

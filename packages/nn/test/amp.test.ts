@@ -6,8 +6,8 @@ import { autocast, GradScaler } from '../src/index.js';
 describe('autocast', () => {
   it('runs matmul in bfloat16 on the CPU, keeps its float32 ops in float32, and restores the state', () =>
     tidy(() => {
-      const a = randn([8, 8]);
-      const b = randn([8, 8]);
+      const a = randn([8, 8], { device: 'cpu' });
+      const b = randn([8, 8], { device: 'cpu' });
       const [inside, reduced, nested] = autocast('bfloat16', () => [
         a.matmul(b).dtype,
         a.softmax(1).dtype, // softmax is on the CPU autocast list of float32 ops, as in PyTorch

@@ -1,12 +1,13 @@
 // Reading the PyTorch goldens of scripts/make-goldens-layers.py and comparing tensors to them.
 import { readFileSync } from 'node:fs';
-import { type DType, Tensor } from '@flodl/tensor-native';
+import { type DType, getDefaultDevice, setDefaultDevice, Tensor } from '@flodl/tensor-native';
 import { expect } from 'vitest';
 
 /** A tensor as the golden script writes it. */
 export interface Encoded {
   shape: number[];
   dtype: DType;
+  /** Row-major values (JSON has no infinities: the scripts write them as "Infinity", "-Infinity", "NaN"; readFixture turns them back). */
   data: number[];
 }
 
@@ -30,8 +31,47 @@ export interface Tolerance {
 /** float64 forward and backward against PyTorch's float64. */
 export const FLOAT64: Tolerance = { atol: 1e-10, rtol: 1e-9 };
 
+/** The device the cases run on: 'cpu', or CUDA in the device tier (`pnpm test:gpu`, test/device-setup.ts). */
+export const testDevice = getDefaultDevice();
+export const onDevice = testDevice !== 'cpu';
+
+/**
+ * Runs `make` with the CPU as the default device: seeded draws (default initialisation) then
+ * come from the CPU generator, like PyTorch's goldens; CUDA's generator draws other numbers.
+ */
+export function onHost<T>(make: () => T): T {
+  const device = getDefaultDevice();
+  setDefaultDevice('cpu');
+  try {
+    return make();
+  } finally {
+    setDefaultDevice(device);
+  }
+}
+
+/**
+ * A tolerance for the device tier: some CUDA kernels keep float32 constants even in float64
+ * (hardswish's 1/6, for one), so float64 results agree with the CPU's to about 1e-7 there.
+ */
+export function forDevice(tolerance: Tolerance): Tolerance {
+  if (!onDevice || (tolerance.atol === 0 && tolerance.rtol === 0)) return tolerance;
+  return { atol: Math.max(tolerance.atol, 1e-6), rtol: Math.max(tolerance.rtol, 1e-5) };
+}
+
+const NON_FINITE: Record<string, number> = {
+  Infinity: Number.POSITIVE_INFINITY,
+  '-Infinity': Number.NEGATIVE_INFINITY,
+  NaN: Number.NaN,
+};
+
 export function readFixture<T>(name: string): T {
-  return JSON.parse(readFileSync(new URL(`./fixtures/${name}`, import.meta.url), 'utf8')) as T;
+  const text = readFileSync(new URL(`./fixtures/${name}`, import.meta.url), 'utf8');
+  // Only a tensor's `data` may hold the spelled-out non-finite numbers.
+  return JSON.parse(text, (key, value) =>
+    key === 'data' && Array.isArray(value)
+      ? value.map((item) => (typeof item === 'string' ? (NON_FINITE[item] ?? item) : item))
+      : value,
+  ) as T;
 }
 
 /** The tensor an encoding describes (float32 values come back exactly: they were written with 9 digits). */
@@ -114,6 +154,7 @@ export function expectClose(
   tolerance: Tolerance,
   label: string,
 ): void {
+  tolerance = forDevice(tolerance);
   expect(actual, `${label}: missing`).toBeInstanceOf(Tensor);
   const tensor = actual as Tensor;
   expect([...tensor.shape], `${label}: shape`).toEqual(expected.shape);

@@ -5,7 +5,7 @@ import { Adam, AdamW } from '../src/index.js';
 describe('fused Adam / AdamW', () => {
   it('refuses CPU parameters or a libtorch without the kernel, with ERR_DEVICE', () =>
     tidy(() => {
-      const weight = randn([3]).requiresGrad_();
+      const weight = randn([3], { device: 'cpu' }).requiresGrad_();
       const optimizer = new Adam([weight], { fused: true });
       weight.square().sum().backward();
       expect(() => optimizer.step()).toThrowError(expect.objectContaining({ code: 'ERR_DEVICE' }));

@@ -451,7 +451,7 @@ describe('errors', () => {
   it('rejects bad parameters with clear codes', () => {
     const params = makeParams();
     const integers = keep(zeros([2], { dtype: 'int64' }));
-    const frozen = keep(zeros([2], { dtype: 'float64' }));
+    const frozen = keep(zeros([2], { dtype: 'float64', device: 'cpu' })); // named in the message below
     const derived = keep(tidy(() => params[0]!.mul(2)));
     expectFlodlError(() => new SGD([], { lr: 0.1 }), 'ERR_INVALID_ARGUMENT');
     expectFlodlError(() => new SGD(params[0] as unknown as Tensor[], { lr: 0.1 }), 'ERR_INVALID_ARGUMENT');

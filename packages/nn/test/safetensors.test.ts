@@ -9,7 +9,16 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { arange, FlodlError, liveTensorCount, randn, Tensor, tidy, zeros } from '@flodl/tensor-native';
+import {
+  arange,
+  FlodlError,
+  liveTensorCount,
+  randn,
+  Tensor,
+  tidy,
+  toBytes,
+  zeros,
+} from '@flodl/tensor-native';
 import { afterAll, describe, expect, it } from 'vitest';
 import { load, Module, Parameter, readSafetensors, save, writeSafetensors } from '../src/index.js';
 
@@ -83,6 +92,16 @@ describe('safetensors', () => {
       writeSafetensors(path, recipe(), { producer: 'flodl' });
       const committed = join(fixtures, 'from-flodl.safetensors');
       if (process.env.FLODL_WRITE_FIXTURES === '1' || !existsSync(committed)) copyFileSync(path, committed);
+      // Tensor by tensor first (a mismatch then names the tensor), then the whole file.
+      const ours = readSafetensors(path);
+      const theirs = readSafetensors(committed);
+      expect(Object.keys(ours.tensors)).toEqual(Object.keys(theirs.tensors));
+      for (const [name, tensor] of Object.entries(theirs.tensors)) {
+        expect(Buffer.from(toBytes(ours.tensors[name]!)).toString('hex'), name).toBe(
+          Buffer.from(toBytes(tensor)).toString('hex'),
+        );
+      }
+      expect(ours.metadata).toEqual(theirs.metadata);
       expect(readFileSync(path).equals(readFileSync(committed))).toBe(true);
     }));
 

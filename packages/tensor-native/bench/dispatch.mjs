@@ -2,7 +2,9 @@
 // Per-op dispatch overhead on small tensors (64 floats, 8x8 matrices): flodl from TS versus
 // PyTorch from Python, measured in the same run on the same machine. Lower is better; the
 // ratio is flodl / PyTorch (below 1 means flodl is faster).
-//   pnpm bench:dispatch [--iterations N] [--python /usr/bin/python3]
+// On CUDA (`--device cuda`) both sides time the host-side cost of launching each op, with a
+// device synchronize before the clock is read; the C++ floor column is CPU-only.
+//   pnpm bench:dispatch [--device cpu|cuda] [--iterations N] [--python PATH]
 import { spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,12 +16,27 @@ const option = (name, fallback) => {
   return at >= 0 && args[at + 1] !== undefined ? args[at + 1] : fallback;
 };
 const iterations = Number(option('iterations', '200000'));
-const python = option('python', '/usr/bin/python3');
+// The first interpreter that has torch: --python, then python3 on PATH, then Debian's.
+const python =
+  option('python', null) ??
+  ['python3', '/usr/bin/python3'].find(
+    (candidate) => spawnSync(candidate, ['-c', 'import torch'], { stdio: 'ignore' }).status === 0,
+  ) ??
+  'python3';
+const device = option('device', 'cpu');
 
 const flodl = await import(join(here, '..', 'dist', 'index.js'));
-const { Tensor, manualSeed, rand, setNumThreads, tidy, keep } = flodl;
+const { Tensor, cuda, manualSeed, rand, setDefaultDevice, setNumThreads, tidy, keep } = flodl;
+if (device !== 'cpu' && !cuda.isAvailable()) {
+  console.error(
+    `[bench] --device ${device}: CUDA is not available in this libtorch build or on this machine`,
+  );
+  process.exit(2);
+}
+setDefaultDevice(device);
 setNumThreads(1);
 manualSeed(0);
+const sync = device === 'cpu' ? () => {} : () => cuda.synchronize();
 const x = keep(rand([64]));
 const y = keep(rand([64]));
 const m = keep(rand([8, 8]));
@@ -49,6 +66,7 @@ function timeScoped(fn, batch = 100) {
       for (let k = 0; k < batch; k++) fn();
     });
   }
+  sync();
   return Number(process.hrtime.bigint() - start) / (rounds * batch);
 }
 
@@ -56,11 +74,13 @@ function timeScoped(fn, batch = 100) {
 function timeDisposed(fn) {
   const start = process.hrtime.bigint();
   for (let k = 0; k < iterations; k++) fn().dispose();
+  sync();
   return Number(process.hrtime.bigint() - start) / iterations;
 }
 
 function best(measure, fn) {
   for (let k = 0; k < 2000; k++) tidy(() => fn());
+  sync();
   return Math.min(measure(fn), measure(fn), measure(fn));
 }
 
@@ -70,7 +90,7 @@ for (const [name, fn] of Object.entries(cases)) {
 }
 
 let reference = null;
-const run = spawnSync(python, [join(here, 'dispatch.py'), String(iterations)], { encoding: 'utf8' });
+const run = spawnSync(python, [join(here, 'dispatch.py'), String(iterations), device], { encoding: 'utf8' });
 if (run.status === 0) reference = JSON.parse(run.stdout.trim().split('\n').pop());
 else if (run.error)
   console.error(`[bench] ${python} could not start: install python3-torch for the PyTorch column`);
@@ -78,40 +98,41 @@ else console.error(`[bench] PyTorch reference failed: ${run.stderr.trim().split(
 
 // The C++ floor: the same ops from a C++ loop on the same libtorch (built here when g++ is present).
 let floor = null;
-try {
-  const { findLibtorch, gypField } = await import(join(here, '..', 'scripts', 'libtorch.mjs'));
-  const config = findLibtorch();
-  const binary = join(here, '..', 'build', 'dispatch-floor');
-  const flags = [
-    '-std=c++17',
-    '-O2',
-    ...gypField(config, 'includes')
-      .split(' ')
-      .map((dir) => `-I${dir}`),
-    ...gypField(config, 'defines')
-      .split(' ')
-      .map((define) => `-D${define}`),
-  ];
-  const build = spawnSync(
-    'g++',
-    [...flags, join(here, 'floor.cc'), '-o', binary, ...gypField(config, 'ldflags').split(' ')],
-    {
-      encoding: 'utf8',
-    },
-  );
-  if (build.status === 0) {
-    const run = spawnSync(binary, [String(iterations)], { encoding: 'utf8' });
-    if (run.status === 0) floor = JSON.parse(run.stdout);
-  } else {
-    console.error(`[bench] C++ floor not built: ${(build.stderr ?? '').split('\n')[0]}`);
+if (device === 'cpu')
+  try {
+    const { findLibtorch, gypField } = await import(join(here, '..', 'scripts', 'libtorch.mjs'));
+    const config = findLibtorch();
+    const binary = join(here, '..', 'build', 'dispatch-floor');
+    const flags = [
+      '-std=c++17',
+      '-O2',
+      ...gypField(config, 'includes')
+        .split(' ')
+        .map((dir) => `-I${dir}`),
+      ...gypField(config, 'defines')
+        .split(' ')
+        .map((define) => `-D${define}`),
+    ];
+    const build = spawnSync(
+      'g++',
+      [...flags, join(here, 'floor.cc'), '-o', binary, ...gypField(config, 'ldflags').split(' ')],
+      {
+        encoding: 'utf8',
+      },
+    );
+    if (build.status === 0) {
+      const run = spawnSync(binary, [String(iterations)], { encoding: 'utf8' });
+      if (run.status === 0) floor = JSON.parse(run.stdout);
+    } else {
+      console.error(`[bench] C++ floor not built: ${(build.stderr ?? '').split('\n')[0]}`);
+    }
+  } catch (error) {
+    console.error(`[bench] C++ floor skipped: ${error instanceof Error ? error.message : error}`);
   }
-} catch (error) {
-  console.error(`[bench] C++ floor skipped: ${error instanceof Error ? error.message : error}`);
-}
 
 const info = flodl.buildInfo();
 console.log(
-  `dispatch overhead, ${iterations} iterations, 1 thread; flodl on libtorch ${info.torchVersion}` +
+  `dispatch overhead on ${device === 'cpu' ? 'cpu' : cuda.deviceName()}, ${iterations} iterations, 1 thread; flodl on libtorch ${info.torchVersion}` +
     (reference ? `, PyTorch ${reference.torch} from Python` : ''),
 );
 const header = [

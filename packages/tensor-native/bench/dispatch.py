@@ -1,5 +1,6 @@
 """Per-op dispatch cost of PyTorch from Python on small tensors (the reference side of
-`pnpm bench:dispatch`). Prints one JSON object: op name -> nanoseconds per op."""
+`pnpm bench:dispatch`). Prints one JSON object: op name -> nanoseconds per op.
+Arguments: iterations, device (cpu or cuda; on cuda the clock is read after a synchronize)."""
 import json
 import sys
 import time
@@ -8,13 +9,15 @@ import torch
 
 torch.set_num_threads(1)
 iterations = int(sys.argv[1]) if len(sys.argv) > 1 else 200000
+device = sys.argv[2] if len(sys.argv) > 2 else "cpu"
+sync = torch.cuda.synchronize if device != "cpu" else (lambda: None)
 torch.manual_seed(0)
-x = torch.rand(64)
-y = torch.rand(64)
-m = torch.rand(8, 8)
-n = torch.rand(8, 8)
-index = torch.tensor([1, 3, 5], dtype=torch.long)
-w = torch.rand(64, requires_grad=True)
+x = torch.rand(64, device=device)
+y = torch.rand(64, device=device)
+m = torch.rand(8, 8, device=device)
+n = torch.rand(8, 8, device=device)
+index = torch.tensor([1, 3, 5], dtype=torch.long, device=device)
+w = torch.rand(64, requires_grad=True, device=device)
 
 cases = {
     "add": lambda: torch.add(x, y),
@@ -33,11 +36,13 @@ results = {}
 for name, fn in cases.items():
     for _ in range(2000):
         fn()
+    sync()
     best = float("inf")
     for _ in range(3):
         start = time.perf_counter_ns()
         for _ in range(iterations):
             fn()
+        sync()
         best = min(best, (time.perf_counter_ns() - start) / iterations)
     results[name] = best
 print(json.dumps({"torch": torch.__version__, "results": results}))

@@ -78,6 +78,22 @@ FLODL_OP(lstm) {
                                           layout.unbatchState(cN)});
 }
 
+// cudnnFlattenWeights(params[], weightStride0, inputSize, mode, hiddenSize, projSize, numLayers,
+//   batchFirst, bidirectional): copies an RNN's weights into one buffer in cuDNN's layout and
+// makes every weight a view into it (PyTorch's RNNBase.flatten_parameters), so cuDNN reads them
+// in place instead of compacting them on every call. CUDA weights only; mode is cuDNN's
+// (0 RNN_RELU, 1 RNN_TANH, 2 LSTM, 3 GRU).
+FLODL_OP(cudnnFlattenWeights) {
+  const std::vector<at::Tensor> params = c.tensors(0);
+  for (const at::Tensor& param : params) {
+    if (!param.is_cuda()) c.state.fail("ERR_DEVICE", c.op, "cuDNN weights must live on a CUDA device");
+  }
+  at::NoGradGuard noGrad;
+  at::_cudnn_rnn_flatten_weight(params, c.integer(1), c.integer(2), c.integer(3), c.integer(4), c.integer(5),
+                                c.integer(6), c.flag(7), c.flag(8));
+  return c.env.Undefined();
+}
+
 c10::optional<at::Tensor> optionalTensor(Call& c, size_t i) {
   if (c.isAbsent(i)) return c10::nullopt;
   return c.tensor(i);
@@ -173,6 +189,7 @@ FLODL_OP(scaledDotProductAttention) {
 void registerRnnOps(Registry& r) {
   FLODL_REGISTER(r, gru);
   FLODL_REGISTER(r, lstm);
+  FLODL_REGISTER(r, cudnnFlattenWeights);
   FLODL_REGISTER(r, gruCell);
   FLODL_REGISTER(r, lstmCell);
   FLODL_REGISTER(r, scaledDotProductAttention);

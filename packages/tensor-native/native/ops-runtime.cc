@@ -292,6 +292,51 @@ FLODL_OP(buildInfo) {
   return out;
 }
 
+// Global backend switches of ATen's context (torch.backends.*). `name` picks one:
+// cudnn.enabled, cudnn.benchmark, cudnn.deterministic, cudnn.allowTF32, cuda.matmul.allowTF32,
+// deterministicAlgorithms. backendFlag(name) -> bool; setBackendFlag(name, value).
+enum class BackendFlag { CudnnEnabled, CudnnBenchmark, CudnnDeterministic, CudnnTF32, MatmulTF32, Deterministic };
+
+BackendFlag backendFlagAt(Call& c, size_t i) {
+  const std::string name = c.string(i);
+  if (name == "cudnn.enabled") return BackendFlag::CudnnEnabled;
+  if (name == "cudnn.benchmark") return BackendFlag::CudnnBenchmark;
+  if (name == "cudnn.deterministic") return BackendFlag::CudnnDeterministic;
+  if (name == "cudnn.allowTF32") return BackendFlag::CudnnTF32;
+  if (name == "cuda.matmul.allowTF32") return BackendFlag::MatmulTF32;
+  if (name == "deterministicAlgorithms") return BackendFlag::Deterministic;
+  c.invalid(i, "a backend flag name");
+}
+
+FLODL_OP(backendFlag) {
+  auto& context = at::globalContext();
+  bool value = false;
+  switch (backendFlagAt(c, 0)) {
+    case BackendFlag::CudnnEnabled: value = context.userEnabledCuDNN(); break;
+    case BackendFlag::CudnnBenchmark: value = context.benchmarkCuDNN(); break;
+    case BackendFlag::CudnnDeterministic: value = context.deterministicCuDNN(); break;
+    case BackendFlag::CudnnTF32: value = context.allowTF32CuDNN(); break;
+    case BackendFlag::MatmulTF32: value = context.allowTF32CuBLAS(); break;
+    case BackendFlag::Deterministic: value = context.deterministicAlgorithms(); break;
+  }
+  return Napi::Boolean::New(c.env, value);
+}
+
+FLODL_OP(setBackendFlag) {
+  auto& context = at::globalContext();
+  const BackendFlag flag = backendFlagAt(c, 0);
+  const bool value = c.flag(1);
+  switch (flag) {
+    case BackendFlag::CudnnEnabled: context.setUserEnabledCuDNN(value); break;
+    case BackendFlag::CudnnBenchmark: context.setBenchmarkCuDNN(value); break;
+    case BackendFlag::CudnnDeterministic: context.setDeterministicCuDNN(value); break;
+    case BackendFlag::CudnnTF32: context.setAllowTF32CuDNN(value); break;
+    case BackendFlag::MatmulTF32: context.setAllowTF32CuBLAS(value); break;
+    case BackendFlag::Deterministic: context.setDeterministicAlgorithms(value, false); break;
+  }
+  return c.env.Undefined();
+}
+
 FLODL_OP(cudaDeviceCount) { return Napi::Number::New(c.env, static_cast<double>(cudaDevices())); }
 
 #ifdef FLODL_CUDA
@@ -391,6 +436,8 @@ void registerRuntimeOps(Registry& r) {
   FLODL_REGISTER(r, setNumThreads);
   FLODL_REGISTER(r, getNumThreads);
   FLODL_REGISTER(r, buildInfo);
+  FLODL_REGISTER(r, backendFlag);
+  FLODL_REGISTER(r, setBackendFlag);
   FLODL_REGISTER(r, cudaDeviceCount);
   FLODL_REGISTER(r, cudaSynchronize);
   FLODL_REGISTER(r, cudaMemoryStats);

@@ -1,32 +1,57 @@
 #!/usr/bin/env bash
-# Runs on the GPU machine from the repository root, with .device/ (scripts/gpu-pack.sh) and
-# packages/{tensor-native,autograd,nn}/dist carried: builds the addon against python3's torch through the
-# project's build script (direct mode: no npm packages needed) and runs the CUDA checks.
-set -euo pipefail
+# Runs on the GPU machine from the repository root with `.device` carried (scripts/gpu-pack.sh):
+# unpacks Node and the modules, builds the addon against python3's torch through the project's
+# build script (direct mode: no npm packages needed) unless .device/cuda-addon.node was built
+# from the same sources, then runs the phases asked for (default: tests):
+#   tests        `pnpm test:gpu`: every package suite on cuda, then the CUDA-only checks
+#   collectives  c10d NCCL all-reduce / broadcast across the GPUs (2 or more)
+#   cluster      the averaging modes with one rank process per GPU (2 or more)
+#   bench        bench:dispatch and bench:train on cuda against this machine's PyTorch
+# With $OUT set, the built addon and each phase's log are left there.
+set -uo pipefail
 root="$(pwd)"
+phases=("$@")
+[ ${#phases[@]} -eq 0 ] && phases=(tests)
 mkdir -p /tmp/flodl-node
-xz -dc .device/node.xz > /tmp/flodl-node/node
-chmod +x /tmp/flodl-node/node
+xz -dc .device/node.xz > /tmp/flodl-node/node && chmod +x /tmp/flodl-node/node
 export PATH="/tmp/flodl-node:$PATH"
-node --version
-cd packages/tensor-native
-export NODE_HEADERS_DIR="$root/.device/node-include" NODE_ADDON_API_DIR="$root/.device/napi"
-FLODL_BUILD_JOBS="${FLODL_BUILD_JOBS:-$(nproc)}" node scripts/build-addon.mjs --direct --force
-node scripts/gpu-check.mjs
-if node -e "import('./dist/index.js').then((m) => process.exit(m.distributed.isAvailable('gloo') ? 0 : 1))"; then
-  node scripts/collectives-check.mjs gloo 3
+[ -f .device/modules.tar.xz ] && xz -dc .device/modules.tar.xz | tar -xf -
+echo "node $(node --version); $(nvidia-smi -L 2>/dev/null | wc -l) GPU(s)"
+
+addon=packages/tensor-native/build/Release/flodl_tensor_native.node
+sources="$(cd packages/tensor-native && cat native/* binding.gyp scripts/build-addon.mjs scripts/libtorch.mjs | sha256sum | cut -c1-16)"
+if [ -f .device/cuda-addon.node ] && [ "$(cat .device/cuda-addon.sha 2>/dev/null)" = "$sources" ]; then
+  mkdir -p "$(dirname "$addon")" && cp .device/cuda-addon.node "$addon"
+  echo "addon: prebuilt for sources $sources"
 else
-  echo "gloo across processes skipped: this libtorch ships no Gloo headers (PyTorch wheels)"
+  started=$SECONDS
+  (cd packages/tensor-native &&
+    NODE_HEADERS_DIR="$root/.device/node-include" NODE_ADDON_API_DIR="$root/.device/napi" \
+      FLODL_BUILD_JOBS="${FLODL_BUILD_JOBS:-$(nproc)}" node scripts/build-addon.mjs --direct --force) || exit 1
+  echo "addon: built in $((SECONDS - started)) s"
+  if [ -n "${OUT:-}" ]; then cp "$addon" "$OUT/cuda-addon.node" && echo "$sources" > "$OUT/cuda-addon.sha"; fi
 fi
-gpus="$(nvidia-smi -L 2>/dev/null | wc -l)"
-if [ "$gpus" -ge 2 ]; then node scripts/collectives-check.mjs nccl "$gpus"; else echo "nccl across processes skipped: $gpus GPU(s)"; fi
-# The upper packages' checks, when their dist/ was carried too (they import each other by name).
-cd "$root"
+# Packages import each other by name.
 mkdir -p node_modules/@flodl
-for package in tensor-native autograd nn trainer; do ln -sfn "../../packages/$package" "node_modules/@flodl/$package"; done
-if [ -f packages/nn/dist/index.js ] && [ -f packages/autograd/dist/index.js ]; then
-  node packages/nn/scripts/gpu-check.mjs
-fi
-if [ -f packages/trainer/dist/index.js ]; then
-  node packages/trainer/scripts/gpu-check.mjs
-fi
+for package in tensor-native autograd nn trainer distributed; do ln -sfn "../../packages/$package" "node_modules/@flodl/$package"; done
+
+status=0
+log() { if [ -n "${OUT:-}" ]; then tee "$OUT/$1.log"; else cat; fi; }
+gpus="$(nvidia-smi -L 2>/dev/null | wc -l)"
+for phase in "${phases[@]}"; do
+  echo "== $phase"
+  case "$phase" in
+    tests) node scripts/test-gpu.mjs 2>&1 | log tests || status=1 ;;
+    collectives)
+      if [ "$gpus" -ge 2 ]; then node packages/tensor-native/scripts/collectives-check.mjs nccl "$gpus" 2>&1 | log collectives || status=1
+      else echo "collectives skipped: $gpus GPU(s)"; fi ;;
+    cluster)
+      if [ "$gpus" -ge 2 ]; then node packages/distributed/scripts/gpu-cluster.mjs --nproc "$gpus" 2>&1 | log cluster || status=1
+      else echo "cluster skipped: $gpus GPU(s)"; fi ;;
+    bench)
+      (node --expose-gc packages/tensor-native/bench/dispatch.mjs --device cuda --iterations 50000 &&
+        node --expose-gc packages/trainer/bench/train.mjs --device cuda --model all) 2>&1 | log bench || status=1 ;;
+    *) echo "unknown phase $phase"; status=2 ;;
+  esac
+done
+exit $status

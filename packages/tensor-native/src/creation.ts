@@ -1,5 +1,5 @@
 // Factories: Tensor.from, zeros/ones/full/empty, random tensors, ranges, eye, and *Like.
-import { type Device, deviceCode } from './device.js';
+import { type Device, deviceCode, optionDeviceCode } from './device.js';
 import { type DType, parseDType } from './dtype.js';
 import { FlodlError, invalidArgument } from './errors.js';
 import { native } from './internal/binding.js';
@@ -12,7 +12,7 @@ import { checkOptions, setFromImplementation, Tensor } from './tensor.js';
 export interface TensorOptions {
   /** Default: float32 for floating factories; inferred from the data for `Tensor.from`. */
   dtype?: DType;
-  /** Default: `'cpu'`. */
+  /** Default: {@link getDefaultDevice} (`'cpu'` unless changed). */
   device?: Device;
 }
 
@@ -39,7 +39,7 @@ function resolve(op: string, options: TensorOptions | undefined, fallback: DType
         ? -1
         : dtypeCode(fallback)
       : dtypeCode(parseDType(op, options.dtype));
-  const device = options?.device === undefined ? -1 : deviceCode(op, options.device);
+  const device = optionDeviceCode(op, options?.device);
   return [dtype, device];
 }
 
@@ -107,7 +107,7 @@ function typedDtype(data: ArrayBufferView): DType | null {
 export function fromData(data: TensorData, shape?: readonly number[], options?: TensorOptions): Tensor {
   const op = 'Tensor.from';
   checkOptions(op, options, OPTION_KEYS);
-  const device = options?.device === undefined ? -1 : deviceCode(op, options.device);
+  const device = optionDeviceCode(op, options?.device);
   const requested = options?.dtype === undefined ? null : parseDType(op, options.dtype);
   if (ArrayBuffer.isView(data) && !(data instanceof DataView)) {
     const sourceDtype = typedDtype(data);
@@ -313,7 +313,7 @@ export function fromBytes(
   checkOptions('fromBytes', options, ['device']);
   const dims = checkShape('fromBytes', shape);
   const code = dtypeCode(parseDType('fromBytes', dtype));
-  const device = options.device === undefined ? -1 : deviceCode('fromBytes', options.device);
+  const device = optionDeviceCode('fromBytes', options.device);
   return call('fromBytes', {}, () => native.fromBytes(bytes, dims, code, device));
 }
 

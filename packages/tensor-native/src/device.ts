@@ -1,4 +1,5 @@
-import { invalidArgument } from './errors.js';
+import { FlodlError, invalidArgument } from './errors.js';
+import { native } from './internal/binding.js';
 
 /** Where a tensor lives: `'cpu'`, `'cuda'` (device 0) or `'cuda:N'`. */
 export type Device = 'cpu' | 'cuda' | `cuda:${number}`;
@@ -23,4 +24,48 @@ export function deviceName(code: number): Device {
 /** Normalises `'cuda'` to `'cuda:0'`; validates the spelling. */
 export function normalizeDevice(op: string, value: unknown): Device {
   return deviceName(deviceCode(op, value));
+}
+
+let defaultCode = -1;
+
+/**
+ * Sets the device that factories (`zeros`, `randn`, `Tensor.from`, …) use when their options
+ * name none, and that layers create their parameters on. Process-wide (per worker thread).
+ *
+ * @example
+ * ```ts
+ * setDefaultDevice('cuda');
+ * const w = randn([4, 4]); // on cuda:0
+ * ```
+ * PyTorch: `torch.set_default_device('cuda')`.
+ * @throws FlodlError ERR_INVALID_ARGUMENT for a malformed device
+ * @throws FlodlError ERR_DEVICE when the CUDA device does not exist here
+ */
+export function setDefaultDevice(device: Device): void {
+  const code = deviceCode('setDefaultDevice', device);
+  if (code >= 0) {
+    const count = native.cudaDeviceCount();
+    if (code >= count) {
+      throw new FlodlError(
+        'ERR_DEVICE',
+        count === 0 ? 'CUDA is not available' : `cuda:${code} does not exist`,
+        {
+          op: 'setDefaultDevice',
+          expected: count === 0 ? "'cpu' (no CUDA device is visible)" : `a device in [0, ${count - 1}]`,
+          got: String(device),
+        },
+      );
+    }
+  }
+  defaultCode = code;
+}
+
+/** The device factories use when none is given: `'cpu'` unless {@link setDefaultDevice} changed it. PyTorch: `torch.get_default_device()`. */
+export function getDefaultDevice(): Device {
+  return deviceName(defaultCode);
+}
+
+/** Native code of a factory's device option: the default device when unset. */
+export function optionDeviceCode(op: string, value: unknown): number {
+  return value === undefined ? defaultCode : deviceCode(op, value);
 }

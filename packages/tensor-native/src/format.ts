@@ -1,5 +1,6 @@
 // toString() in PyTorch's print format: 4 decimals (or scientific notation when the range
 // is wide), integer-valued floats as `1.`, summarised with `...` past 1000 elements.
+import { getDefaultDevice } from './device.js';
 import type { Tensor } from './tensor.js';
 
 const THRESHOLD = 1000;
@@ -129,7 +130,8 @@ export function formatTensor(tensor: Tensor): string {
   const dtype = tensor.dtype;
   const device = tensor.device;
   const suffixes: string[] = [];
-  if (device !== 'cpu') suffixes.push(`device='${device}'`);
+  // Like PyTorch, the device shows unless it is the default one (`setDefaultDevice`).
+  if (device !== getDefaultDevice()) suffixes.push(`device='${device}'`);
   const numel = shape.reduce((product, size) => product * size, 1);
   if (numel === 0 && shape.length > 1) suffixes.unshift(`size=(${shape.join(', ')})`);
   // An empty tensor shows every dtype but PyTorch's default.

@@ -9,6 +9,7 @@ import './cuda-streams.js';
 
 export { aten } from './aten.js';
 export { type AutocastState, autocastState, runWithAutocast } from './autocast.js';
+export { backends, type CudnnBackend, type MatmulBackend } from './backends.js';
 export {
   arange,
   empty,
@@ -35,7 +36,14 @@ export {
 } from './creation.js';
 export { type CudaMemoryStats, cuda } from './cuda.js';
 export { CudaEvent, CudaStream, withStream } from './cuda-streams.js';
-export { type Device, deviceCode, deviceName, normalizeDevice } from './device.js';
+export {
+  type Device,
+  deviceCode,
+  deviceName,
+  getDefaultDevice,
+  normalizeDevice,
+  setDefaultDevice,
+} from './device.js';
 export {
   type AllReduceOptions,
   createProcessGroup,

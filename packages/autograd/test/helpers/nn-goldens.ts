@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { autogradGrad, type DType, Tensor, tidy } from '@flodl/tensor-native';
 import { expect } from 'vitest';
 import { F } from '../../src/index.js';
+import { forDevice } from './device.js';
 
 export type EncodedValue = number | boolean | 'nan' | 'inf' | '-inf';
 
@@ -86,6 +87,7 @@ export function expectTensor(
 ): void {
   expect(actual, `${label} is missing`).toBeInstanceOf(Tensor);
   const tensor = actual as Tensor;
+  const { atol, rtol } = forDevice(tolerance);
   expect(tensor.shape, `${label} shape`).toEqual(expected.shape);
   expect(tensor.dtype, `${label} dtype`).toBe(expected.dtype);
   const values = Array.from(tensor.toTypedArray(), Number);
@@ -98,11 +100,11 @@ export function expectTensor(
     const got = values[k]!;
     const close =
       Number.isFinite(want) && !exact
-        ? Math.abs(got - want) <= tolerance.atol + tolerance.rtol * Math.abs(want)
+        ? Math.abs(got - want) <= atol + rtol * Math.abs(want)
         : Object.is(got, want);
     if (!close && mismatches.length < 8) mismatches.push(`[${k}] got ${got}, expected ${want}`);
   });
-  expect(mismatches, `${label} values (atol ${tolerance.atol}, rtol ${tolerance.rtol})`).toEqual([]);
+  expect(mismatches, `${label} values (atol ${atol}, rtol ${rtol})`).toEqual([]);
 }
 
 /** Runs one case in a tidy scope and checks outputs, gradients and in-place changes. */

@@ -7,4 +7,8 @@ export * from './linear.js';
 export * from './normalization.js';
 export * from './pooling.js';
 export * from './recurrent.js';
+export * from './transformer.js';
+export type { TransformerActivation, TransformerLayerOptions } from './transformer-common.js';
+export * from './transformer-decoder.js';
+export * from './transformer-encoder.js';
 export * from './vision.js';

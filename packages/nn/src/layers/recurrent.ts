@@ -1,7 +1,7 @@
 // Recurrent layers over the fused libtorch kernels, with PyTorch's parameter names
 // (weight_ih_l0, bias_hh_l1_reverse, ...) so state dicts move between the two.
 import { type GruResult, gru, gruCell, type LstmResult, lstm, lstmCell } from '@flodl/autograd';
-import { empty, FlodlError, type Tensor, tidy } from '@flodl/tensor-native';
+import { aten, backends, empty, FlodlError, type Tensor, tidy } from '@flodl/tensor-native';
 import * as init from '../init.js';
 import { Module } from '../module.js';
 import { Parameter } from '../parameter.js';
@@ -33,6 +33,8 @@ abstract class RecurrentBase extends Module<any, any> {
   readonly bidirectional: boolean;
   /** The flat weight list in PyTorch's order. */
   protected readonly flatWeights: Tensor[] = [];
+  /** cuDNN's name for the cell: 2 LSTM, 3 GRU. */
+  readonly #cudnnMode: number;
 
   protected constructor(
     layer: string,
@@ -43,6 +45,7 @@ abstract class RecurrentBase extends Module<any, any> {
   ) {
     super();
     checkLayerOptions(layer, options, OPTION_KEYS);
+    this.#cudnnMode = layer === 'LSTM' ? 2 : 3;
     this.inputSize = positiveInteger(layer, 'inputSize', inputSize);
     this.hiddenSize = positiveInteger(layer, 'hiddenSize', hiddenSize);
     this.numLayers = positiveInteger(layer, 'numLayers', options.numLayers ?? 1);
@@ -79,6 +82,43 @@ abstract class RecurrentBase extends Module<any, any> {
       }
     }
     this.resetParameters();
+    this.flattenParameters();
+  }
+
+  /**
+   * Puts every weight into one contiguous buffer in cuDNN's layout, each weight a view into it,
+   * so cuDNN reads them in place instead of compacting them on every call. Done by the
+   * constructor and after `to()`; call it again after replacing a weight's data yourself
+   * (`setData`). Does nothing off CUDA, with cuDNN disabled, or for mixed devices or dtypes.
+   * PyTorch: `rnn.flatten_parameters()`.
+   */
+  flattenParameters(): this {
+    const weights = this.flatWeights;
+    const first = weights[0];
+    if (first === undefined || first.device === 'cpu' || !backends.cudnn.enabled) return this;
+    const kernelDtypes = ['float16', 'float32', 'float64'];
+    if (
+      !kernelDtypes.includes(first.dtype) ||
+      weights.some((weight) => weight.device !== first.device || weight.dtype !== first.dtype)
+    )
+      return this;
+    aten.call(
+      'cudnnFlattenWeights',
+      weights,
+      this.bias ? 4 : 2,
+      this.inputSize,
+      this.#cudnnMode,
+      this.hiddenSize,
+      0,
+      this.numLayers,
+      this.batchFirst,
+      this.bidirectional,
+    );
+    return this;
+  }
+
+  protected override afterMove(): void {
+    this.flattenParameters();
   }
 
   /** PyTorch's default: every weight and bias ~ U(−1/√hidden, 1/√hidden), in registration order. */

@@ -45,6 +45,8 @@ export interface NativeBinding {
   setNumThreads(threads: number): void;
   getNumThreads(): number;
   buildInfo(): { torchVersion: string; cuda: boolean; gloo: boolean; nccl: boolean };
+  backendFlag(name: string): boolean;
+  setBackendFlag(name: string, value: boolean): void;
   cudaDeviceCount(): number;
   cudaSynchronize(device: Opt<number>): void;
   cudaMemoryStats(device: Opt<number>): [number, number, number, number, number];

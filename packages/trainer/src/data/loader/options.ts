@@ -1,5 +1,12 @@
 // The DataLoader's options, their defaults and their validation.
-import { cuda, type Device, FlodlError, invalidArgument, normalizeDevice } from '@flodl/tensor-native';
+import {
+  cuda,
+  type Device,
+  FlodlError,
+  getDefaultDevice,
+  invalidArgument,
+  normalizeDevice,
+} from '@flodl/tensor-native';
 import type { Collate } from '../collate.js';
 import type { Sample } from '../dataset.js';
 import type { Seed } from '../random.js';
@@ -29,7 +36,7 @@ export interface DataLoaderOptions<T extends Sample = Sample> {
   dropLast?: boolean;
   /** Chooses the indices of each epoch (instead of `shuffle`/`seed`). */
   sampler?: Sampler;
-  /** Where batches are delivered. Default `'cpu'`. */
+  /** Where batches are delivered. Default: the default device (`getDefaultDevice()`, `'cpu'` unless changed). */
   device?: Device;
   /**
    * Batches prepared ahead of the consumer (bounded: at most `prefetch + 1` batches are held
@@ -117,7 +124,7 @@ export function resolveOptions<T extends Sample>(options: DataLoaderOptions<T>):
       });
     }
   }
-  const device = normalizeDevice(op, options.device ?? 'cpu');
+  const device = normalizeDevice(op, options.device ?? getDefaultDevice());
   if (device !== 'cpu' && !cuda.isAvailable()) {
     throw new FlodlError('ERR_DEVICE', `device ${device} was asked for, but CUDA is not available`, {
       op,

@@ -1,0 +1,274 @@
+// The transformer decoder: a layer of self-attention, attention over the encoder's output and a
+// feed-forward network, and a stack of copies of it, with PyTorch 1.13's submodules, state_dict
+// keys, init order and computation.
+import { type Tensor, tidy } from '@flodl/tensor-native';
+import type { ModuleList } from '../containers.js';
+import { Module } from '../module.js';
+import { MultiheadAttention } from './attention.js';
+import { checkLayerOptions } from './common.js';
+import { Dropout } from './dropout.js';
+import { Linear } from './linear.js';
+import { LayerNorm } from './normalization.js';
+import {
+  activate,
+  checkAttentionMask,
+  checkKeyPaddingMask,
+  checkSameBatch,
+  layerClones,
+  layerSettings,
+  optionalNorm,
+  sequenceShape,
+  type TransformerActivation,
+  type TransformerLayerOptions,
+} from './transformer-common.js';
+
+/** Options of `TransformerDecoderLayer`. */
+export type TransformerDecoderLayerOptions = TransformerLayerOptions;
+
+/** Options of `TransformerDecoderLayer.forward` and `TransformerDecoder.forward`. */
+export interface TransformerDecoderForwardOptions {
+  /** Causal self-attention: built when `tgtMask` is not given, else `tgtMask` is used. Default false. */
+  tgtIsCausal?: boolean;
+  /** Causal attention over the memory: built when `memoryMask` is not given. Default false. */
+  memoryIsCausal?: boolean;
+}
+
+/**
+ * The forward arguments of a decoder layer:
+ * `(tgt, memory, tgtMask?, memoryMask?, tgtKeyPaddingMask?, memoryKeyPaddingMask?, options?)`.
+ */
+export type TransformerDecoderInputs = [
+  tgt: Tensor,
+  memory: Tensor,
+  tgtMask?: Tensor | null,
+  memoryMask?: Tensor | null,
+  tgtKeyPaddingMask?: Tensor | null,
+  memoryKeyPaddingMask?: Tensor | null,
+  options?: TransformerDecoderForwardOptions,
+];
+
+const LAYER = 'TransformerDecoderLayer';
+
+/**
+ * A transformer decoder layer: self-attention over the target, attention over the encoder's
+ * output (`memory`), then a feed-forward network, each in a residual sum. Post-norm (the default):
+ * `x = norm1(x + SA(x))`, `x = norm2(x + MHA(x, memory))`, `x = norm3(x + FF(x))`; with `normFirst`:
+ * `x = x + SA(norm1(x))`, `x = x + MHA(norm2(x), memory)`, `x = x + FF(norm3(x))`, where
+ * `SA(x) = dropout1(selfAttn(x, x, x))`, `MHA(x, m) = dropout2(multiheadAttn(x, m, m))` and
+ * `FF(x) = dropout3(linear2(dropout(activation(linear1(x)))))`.
+ *
+ * Children and state_dict keys are PyTorch's (`self_attn`, `multihead_attn`, `linear1`, `dropout`,
+ * `linear2`, `norm1`–`norm3`, `dropout1`–`dropout3`, and `activation` when it is a Module), built
+ * in PyTorch's order: after the same `manualSeed` the weights equal PyTorch's.
+ * @param dModel features of the inputs, `E`
+ * @param nhead attention heads; must divide dModel
+ * **Shape**: tgt `(T, N, E)` and memory `(S, N, E)` (`(N, T, E)`, `(N, S, E)` with batchFirst) or
+ * unbatched `(T, E)`, `(S, E)`; tgtMask `(T, T)` or `(N·nhead, T, T)`; memoryMask `(T, S)` or
+ * `(N·nhead, T, S)`; tgtKeyPaddingMask `(N, T)`; memoryKeyPaddingMask `(N, S)`; output like tgt.
+ * @throws FlodlError ERR_INVALID_ARGUMENT for bad sizes (dModel not divisible by nhead) or options;
+ * ERR_SHAPE for a wrong input or mask shape; ERR_DTYPE for a mask neither bool nor floating
+ * @example
+ * ```ts
+ * const layer = new TransformerDecoderLayer(512, 8, { batchFirst: true });
+ * const y = layer.forward(tgt, memory, Transformer.generateSquareSubsequentMask(tgt.shape[1]!));
+ * ```
+ * PyTorch: `nn.TransformerDecoderLayer(d_model, nhead, dim_feedforward=2048, dropout=0.1,
+ * activation=F.relu, layer_norm_eps=1e-5, batch_first=False, norm_first=False)`.
+ */
+export class TransformerDecoderLayer extends Module<TransformerDecoderInputs, Tensor> {
+  readonly dModel: number;
+  readonly nhead: number;
+  readonly dimFeedforward: number;
+  readonly batchFirst: boolean;
+  readonly normFirst: boolean;
+  /** @internal the activation (a registered child too when it is a Module) */
+  readonly _activation: TransformerActivation;
+
+  constructor(dModel: number, nhead: number, options: TransformerDecoderLayerOptions = {}) {
+    super();
+    const settings = layerSettings(LAYER, dModel, nhead, options);
+    const { dimFeedforward, dropout, layerNormEps, batchFirst } = settings;
+    this.dModel = dModel;
+    this.nhead = nhead;
+    this.dimFeedforward = dimFeedforward;
+    this.batchFirst = batchFirst;
+    this.normFirst = settings.normFirst;
+    this._activation = settings.activation;
+    // PyTorch's construction order, so the default init draws line up.
+    this.register('self_attn', new MultiheadAttention(dModel, nhead, { dropout, batchFirst }));
+    this.register('multihead_attn', new MultiheadAttention(dModel, nhead, { dropout, batchFirst }));
+    this.register('linear1', new Linear(dModel, dimFeedforward));
+    this.register('dropout', new Dropout(dropout));
+    this.register('linear2', new Linear(dimFeedforward, dModel));
+    for (const name of ['norm1', 'norm2', 'norm3'])
+      this.register(name, new LayerNorm(dModel, { eps: layerNormEps }));
+    for (const name of ['dropout1', 'dropout2', 'dropout3']) this.register(name, new Dropout(dropout));
+    if (settings.activation instanceof Module) this.register('activation', settings.activation);
+  }
+
+  /** `self_attn`: the self-attention over the target. */
+  get selfAttn(): MultiheadAttention {
+    return this.registered<MultiheadAttention>('self_attn');
+  }
+  /** `multihead_attn`: the attention over the memory. */
+  get multiheadAttn(): MultiheadAttention {
+    return this.registered<MultiheadAttention>('multihead_attn');
+  }
+  get linear1(): Linear {
+    return this.registered<Linear>('linear1');
+  }
+  /** The dropout inside the feed-forward network. */
+  get dropout(): Dropout {
+    return this.registered<Dropout>('dropout');
+  }
+  get linear2(): Linear {
+    return this.registered<Linear>('linear2');
+  }
+  get norm1(): LayerNorm {
+    return this.registered<LayerNorm>('norm1');
+  }
+  get norm2(): LayerNorm {
+    return this.registered<LayerNorm>('norm2');
+  }
+  get norm3(): LayerNorm {
+    return this.registered<LayerNorm>('norm3');
+  }
+  get dropout1(): Dropout {
+    return this.registered<Dropout>('dropout1');
+  }
+  get dropout2(): Dropout {
+    return this.registered<Dropout>('dropout2');
+  }
+  get dropout3(): Dropout {
+    return this.registered<Dropout>('dropout3');
+  }
+  /** The activation of the feed-forward network. */
+  get activation(): TransformerActivation {
+    return this._activation;
+  }
+
+  forward(
+    tgt: Tensor,
+    memory: Tensor,
+    tgtMask?: Tensor | null,
+    memoryMask?: Tensor | null,
+    tgtKeyPaddingMask?: Tensor | null,
+    memoryKeyPaddingMask?: Tensor | null,
+    options: TransformerDecoderForwardOptions = {},
+  ): Tensor {
+    const op = `${LAYER}.forward`;
+    checkLayerOptions(op, options, ['tgtIsCausal', 'memoryIsCausal']);
+    const target = sequenceShape(op, 'tgt', tgt, this.dModel, this.batchFirst);
+    const source = sequenceShape(op, 'memory', memory, this.dModel, this.batchFirst);
+    checkSameBatch(op, ['tgt', 'memory'], target, source);
+    checkAttentionMask(op, 'tgtMask', tgtMask, { target, sourceLength: target.length, heads: this.nhead });
+    checkAttentionMask(op, 'memoryMask', memoryMask, {
+      target,
+      sourceLength: source.length,
+      heads: this.nhead,
+    });
+    checkKeyPaddingMask(op, 'tgtKeyPaddingMask', tgtKeyPaddingMask, target);
+    checkKeyPaddingMask(op, 'memoryKeyPaddingMask', memoryKeyPaddingMask, source);
+    const attend = (x: Tensor) =>
+      this.dropout1.forward(
+        this.selfAttn.forward(x, x, x, {
+          attnMask: tgtMask ?? undefined,
+          keyPaddingMask: tgtKeyPaddingMask ?? undefined,
+          needWeights: false,
+          isCausal: options.tgtIsCausal === true,
+        }).output,
+      );
+    const attendMemory = (x: Tensor) =>
+      this.dropout2.forward(
+        this.multiheadAttn.forward(x, memory, memory, {
+          attnMask: memoryMask ?? undefined,
+          keyPaddingMask: memoryKeyPaddingMask ?? undefined,
+          needWeights: false,
+          isCausal: options.memoryIsCausal === true,
+        }).output,
+      );
+    const feedForward = (x: Tensor) => {
+      const hidden = activate(op, this._activation, this.linear1.forward(x));
+      return this.dropout3.forward(this.linear2.forward(this.dropout.forward(hidden)));
+    };
+    return tidy(() => {
+      let x = tgt;
+      if (this.normFirst) {
+        x = x.add(attend(this.norm1.forward(x)));
+        x = x.add(attendMemory(this.norm2.forward(x)));
+        return x.add(feedForward(this.norm3.forward(x)));
+      }
+      x = this.norm1.forward(x.add(attend(x)));
+      x = this.norm2.forward(x.add(attendMemory(x)));
+      return this.norm3.forward(x.add(feedForward(x)));
+    });
+  }
+}
+
+/** Options of `TransformerDecoder`. */
+export interface TransformerDecoderOptions {
+  /** Applied to the last layer's output (`nn.Transformer` uses a LayerNorm). Default none. */
+  norm?: Module<[Tensor], Tensor> | null;
+}
+
+const STACK = 'TransformerDecoder';
+
+/**
+ * A stack of `numLayers` decoder layers, each a deep copy of `decoderLayer` (so all start equal,
+ * as in PyTorch), then the optional `norm`: `y = norm(layerₙ(…layer₁(tgt, memory), memory))`.
+ * State_dict keys are PyTorch's: `layers.0.self_attn.in_proj_weight`, …, `norm.weight`.
+ * `decoderLayer` itself is not part of the stack (dispose it if it is not used elsewhere).
+ * **Shape**: as `TransformerDecoderLayer`.
+ * @throws FlodlError ERR_INVALID_ARGUMENT for a non-Module layer or norm, numLayers < 1 or
+ * unknown options; the layers' errors for bad inputs
+ * @example
+ * ```ts
+ * const decoder = new TransformerDecoder(new TransformerDecoderLayer(512, 8), 6);
+ * const y = decoder.forward(tgt, memory);
+ * ```
+ * PyTorch: `nn.TransformerDecoder(decoder_layer, num_layers, norm=None)`.
+ */
+export class TransformerDecoder<
+  Layer extends Module<TransformerDecoderInputs, Tensor> = TransformerDecoderLayer,
+> extends Module<TransformerDecoderInputs, Tensor> {
+  readonly numLayers: number;
+  layers: ModuleList<Layer>;
+  norm: Module<[Tensor], Tensor> | null;
+
+  constructor(decoderLayer: Layer, numLayers: number, options: TransformerDecoderOptions = {}) {
+    super();
+    checkLayerOptions(STACK, options, ['norm']);
+    // Every check before the copies are made, so a failing call allocates nothing.
+    const norm = optionalNorm(STACK, options.norm);
+    this.layers = layerClones(STACK, 'decoderLayer', decoderLayer, numLayers);
+    this.numLayers = numLayers;
+    this.norm = norm;
+  }
+
+  forward(
+    tgt: Tensor,
+    memory: Tensor,
+    tgtMask?: Tensor | null,
+    memoryMask?: Tensor | null,
+    tgtKeyPaddingMask?: Tensor | null,
+    memoryKeyPaddingMask?: Tensor | null,
+    options: TransformerDecoderForwardOptions = {},
+  ): Tensor {
+    checkLayerOptions(`${STACK}.forward`, options, ['tgtIsCausal', 'memoryIsCausal']);
+    return tidy(() => {
+      let output = tgt;
+      for (const layer of this.layers) {
+        output = layer.forward(
+          output,
+          memory,
+          tgtMask,
+          memoryMask,
+          tgtKeyPaddingMask,
+          memoryKeyPaddingMask,
+          options,
+        );
+      }
+      return this.norm === null ? output : this.norm.forward(output);
+    });
+  }
+}

@@ -134,6 +134,43 @@ check('cuDNN RNN weights live in one flat buffer through to(), loadStateDict and
   }),
 );
 
+check('foreach Adam and AdamW (the CUDA default) match the per-parameter update', () =>
+  tidy(() => {
+    assert(flodl.aten.has('foreachAdam'), 'no foreach kernels in this build');
+    for (const Kind of [nn.Adam, nn.AdamW]) {
+      for (const [amsgrad, maximize] of [
+        [false, false],
+        [true, true],
+      ]) {
+        const starts = [randn([64, 32], { device: 'cuda' }), randn([32], { device: 'cuda' })];
+        const multi = starts.map((start) => start.clone().requiresGrad_());
+        const single = starts.map((start) => start.clone().requiresGrad_());
+        const options = { lr: 1e-2, weightDecay: 0.1, amsgrad, maximize };
+        const foreach = new Kind(multi, options);
+        const plain = new Kind(single, { ...options, foreach: false });
+        for (let step = 0; step < 20; step++) {
+          const gradients = starts.map((start) => randn(start.shape, { device: 'cuda' }));
+          for (const [weights, optimizer] of [
+            [multi, foreach],
+            [single, plain],
+          ]) {
+            weights.forEach((weight, k) => weight.setGrad(gradients[k].clone()));
+            optimizer.step();
+          }
+        }
+        multi.forEach((weight, k) =>
+          assert(
+            weight.allclose(single[k], { atol: 1e-6, rtol: 1e-5 }),
+            `${Kind.name} amsgrad=${amsgrad} differs`,
+          ),
+        );
+        foreach.dispose();
+        plain.dispose();
+      }
+    }
+  }),
+);
+
 check('fused Adam and AdamW match the per-parameter update', () =>
   tidy(() => {
     assert(flodl.aten.has('fusedAdam'), 'no fused kernel in this build');

@@ -235,6 +235,7 @@ describe('state dicts', () => {
         amsgrad: false,
         maximize: false,
         fused: false,
+        foreach: null,
         params: [0, 1],
       },
       {
@@ -245,6 +246,7 @@ describe('state dicts', () => {
         amsgrad: false,
         maximize: false,
         fused: false,
+        foreach: null,
         params: [2, 3],
       },
     ]);
@@ -364,6 +366,7 @@ describe('groups, learning rates and gradients', () => {
           amsgrad: false
           betas: [0.9, 0.999]
           eps: 1e-8
+          foreach: null
           fused: false
           lr: 0.01
           maximize: false
@@ -372,6 +375,7 @@ describe('groups, learning rates and gradients', () => {
           amsgrad: true
           betas: [0.9, 0.999]
           eps: 1e-8
+          foreach: null
           fused: false
           lr: 0.1
           maximize: false
@@ -484,7 +488,7 @@ describe('errors', () => {
         .message,
     ).toMatchInlineSnapshot(`
       "Adam: unknown option 'learningRate' in options
-        expected: one of lr, betas, eps, weightDecay, amsgrad, maximize, fused
+        expected: one of lr, betas, eps, weightDecay, amsgrad, maximize, fused, foreach
         got: learningRate"
     `);
     expectFlodlError(() => new Adam([{ params, weight_decay: 0.1 } as never]), 'ERR_INVALID_ARGUMENT');

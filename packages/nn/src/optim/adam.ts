@@ -24,6 +24,15 @@ export interface AdamOptions {
    * kernel (2.x) only. Default false, as in PyTorch.
    */
   fused?: boolean;
+  /**
+   * Update a group with libtorch's multi-tensor (foreach) kernels: a dozen launches per step
+   * for the whole group instead of several per parameter. `null` (the default, PyTorch's
+   * `foreach=None`) uses them when every parameter of the group is on CUDA and the libtorch has
+   * them (2.x); `false` keeps the per-parameter ops; `true` uses them wherever they exist.
+   * The two paths agree to rounding (the foreach path takes the first moment with lerp, as
+   * PyTorch's does).
+   */
+  foreach?: boolean | null;
 }
 
 /** The options of one Adam parameter group, every value resolved. */
@@ -49,6 +58,7 @@ function adamDefinition(name: string, weightDecay: number): OptimizerDefinition<
       amsgrad: false,
       maximize: false,
       fused: false,
+      foreach: null,
     },
     validate(options, where) {
       if (options.lr !== undefined) checkNumberAtLeast(name, `${where}.lr`, options.lr, 0);
@@ -60,6 +70,8 @@ function adamDefinition(name: string, weightDecay: number): OptimizerDefinition<
       if (options.amsgrad !== undefined) checkBoolean(name, `${where}.amsgrad`, options.amsgrad);
       if (options.maximize !== undefined) checkBoolean(name, `${where}.maximize`, options.maximize);
       if (options.fused !== undefined) checkBoolean(name, `${where}.fused`, options.fused);
+      if (options.foreach !== undefined && options.foreach !== null)
+        checkBoolean(name, `${where}.foreach`, options.foreach);
     },
     stateLayout: ADAM_STATE_LAYOUT,
   };
@@ -129,7 +141,8 @@ export abstract class AdamBase extends Optimizer<AdamGroupOptions, AdamState> {
     items: readonly StepItem<AdamState>[],
   ): void {
     if (!group.fused) {
-      super.stepGroup(group, items);
+      if (this.#useForeach(group, items)) this.#foreachStep(group, items);
+      else super.stepGroup(group, items);
       return;
     }
     const name = this.constructor.name;
@@ -179,6 +192,38 @@ export abstract class AdamBase extends Optimizer<AdamGroupOptions, AdamState> {
 
   protected createState(param: Tensor, group: ParamGroup<AdamGroupOptions>): AdamState {
     return createAdamState(param, group);
+  }
+
+  #useForeach(group: ParamGroup<AdamGroupOptions>, items: readonly StepItem<AdamState>[]): boolean {
+    if (group.foreach === false || items.length === 0 || !aten.has('foreachAdam')) return false;
+    return group.foreach === true || items.every(({ param }) => param.device !== 'cpu');
+  }
+
+  /** One step of the whole group with multi-tensor kernels (PyTorch's `_multi_tensor_adam`). */
+  #foreachStep(group: ParamGroup<AdamGroupOptions>, items: readonly StepItem<AdamState>[]): void {
+    const [beta1, beta2] = group.betas;
+    for (const { param, state } of items) {
+      state.step += 1;
+      if (group.amsgrad) state.maxExpAvgSq ??= keep(zerosLike(param));
+    }
+    aten.call(
+      'foreachAdam',
+      items.map(({ param }) => param),
+      items.map(({ grad }) => grad),
+      items.map(({ state }) => state.expAvg),
+      items.map(({ state }) => state.expAvgSq),
+      group.amsgrad ? items.map(({ state }) => state.maxExpAvgSq!) : undefined,
+      items.map(({ state }) => -group.lr / (1 - beta1 ** state.step)),
+      items.map(({ state }) => Math.sqrt(1 - beta2 ** state.step)),
+      group.lr,
+      beta1,
+      beta2,
+      group.weightDecay,
+      group.eps,
+      group.amsgrad,
+      group.maximize,
+      this.decoupledWeightDecay,
+    );
   }
 
   protected stepParameter(

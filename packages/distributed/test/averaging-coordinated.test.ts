@@ -1,79 +1,27 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { type LaunchMode, launch } from '../src/launcher/index.js';
-import { CoordinatorHost, PROCESS_GROUP_PORT_ENV } from '../src/session/index.js';
-import type { EpochPlan } from '../src/wire/messages.js';
+import type { LaunchMode } from '../src/launcher/index.js';
+import type { CoordinatorHost } from '../src/session/index.js';
 import { bundledRankWorker } from './fixtures/cluster-setup.js';
-import { freePort } from './fixtures/wire-helpers.js';
-
-const here = dirname(fileURLToPath(import.meta.url));
-const rankScript = join(here, 'fixtures', 'coordinated-rank.ts');
+import { massLawAverage, type RankRecord, runCoordinated } from './fixtures/coordinated-run.js';
 
 const workerUrl = bundledRankWorker('coordinated-rank-worker');
-
-interface Round {
-  version: number;
-  mass: number;
-  totalMass: number;
-  pre: number[];
-  post: number[];
-}
-interface RankRecord {
-  rank: number;
-  losses: number[];
-  rounds: Round[];
-  plans: EpochPlan[];
-  globalSteps: number[];
-}
 
 const TOTAL_SAMPLES = 576;
 const BATCH_SIZE = 16;
 const NUM_EPOCHS = 3;
 
 async function run(mode: LaunchMode): Promise<{ records: RankRecord[]; host: CoordinatorHost }> {
-  const recordDir = mkdtempSync(join(tmpdir(), 'flodl-coordinated-'));
-  let host: CoordinatorHost | undefined;
-  const errors: unknown[] = [];
-  try {
-    await launch({
-      nproc: 3,
-      script: rankScript,
-      // On the CPU the Nccl* modes run their collective on Gloo.
-      mode,
-      args: [JSON.stringify({ totalSamples: TOTAL_SAMPLES, batchSize: BATCH_SIZE, mode })],
-      env: { [PROCESS_GROUP_PORT_ENV]: String(await freePort()), FLODL_TEST_WORKER_URL: workerUrl().href },
-      recordDir,
-      stdio: 'ignore',
-      timeoutMs: 30_000,
-      onServer: (server) => {
-        host = CoordinatorHost.attach(server, {
-          mode,
-          coordinator: {
-            worldSize: 3,
-            totalSamples: TOTAL_SAMPLES,
-            batchSize: BATCH_SIZE,
-            numEpochs: NUM_EPOCHS,
-            // A short cadence so a small run averages several times.
-            elche: { mode, anchor: 3 },
-          },
-          tickMs: 100,
-          onError: (error) => errors.push(error),
-        });
-      },
-    });
-    expect(errors).toEqual([]);
-    const records = [0, 1, 2].map(
-      (rank) => JSON.parse(readFileSync(join(recordDir, `coordinated-${rank}.json`), 'utf8')) as RankRecord,
-    );
-    if (!host) throw new Error('no host attached');
-    host.detach();
-    return { records, host };
-  } finally {
-    rmSync(recordDir, { recursive: true, force: true });
-  }
+  // On the CPU the Nccl* modes run their collective on Gloo; a short cadence averages often.
+  const result = await runCoordinated({
+    mode,
+    workerUrl: workerUrl(),
+    totalSamples: TOTAL_SAMPLES,
+    batchSize: BATCH_SIZE,
+    numEpochs: NUM_EPOCHS,
+  });
+  expect(result.error).toBeUndefined();
+  expect(result.hostErrors).toEqual([]);
+  return { records: [0, 1, 2].map((rank) => result.records.get(rank)!), host: result.host };
 }
 
 function check(mode: LaunchMode, records: RankRecord[], host: CoordinatorHost): void {
@@ -109,9 +57,7 @@ function check(mode: LaunchMode, records: RankRecord[], host: CoordinatorHost): 
     const rounds = records.map((record) => record.rounds[index]!);
     const total = rounds.reduce((sum, round) => sum + round.mass, 0);
     for (const round of rounds) expect(round.totalMass).toBe(total);
-    const expected = rounds[0]!.pre.map((_, i) =>
-      Math.fround(rounds.reduce((sum, round) => sum + Math.fround(round.pre[i]! * round.mass), 0) / total),
-    );
+    const expected = massLawAverage(rounds);
     if (mode.startsWith('Cpu')) expect(post[0]).toEqual(expected);
     else for (const [i, value] of post[0]!.entries()) expect(value).toBeCloseTo(expected[i]!, 5);
   }

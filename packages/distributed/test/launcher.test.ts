@@ -133,15 +133,17 @@ describe('flodl launch (bin)', () => {
   const run = (args: string[]) =>
     spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', timeout: 20_000, env: process.env });
 
-  it('runs two ranks end to end and exits 0', () => {
+  it('runs two ranks end to end and exits 0, each output line prefixed with its rank', () => {
     expect(existsSync(bin)).toBe(true);
     const result = run(['launch', '--nproc', '2', '--mode', 'CpuSync', rankScript]);
     expect(result.stderr).toBe('');
     expect(result.status).toBe(0);
     expect(result.stdout.split('\n').filter(Boolean).sort()).toEqual([
-      'rank 0 ok CpuSync cpu',
-      'rank 1 ok CpuSync cpu',
+      '[rank 0] rank 0 ok CpuSync cpu',
+      '[rank 1] rank 1 ok CpuSync cpu',
     ]);
+    const plain = run(['launch', '--nproc', '1', '--no-prefix', rankScript]);
+    expect([plain.status, plain.stdout]).toEqual([0, 'rank 0 ok CpuCadence cpu\n']);
   });
 
   it('exits 1 with one ERR_RANK_FAILED error when a rank fails', () => {

@@ -190,7 +190,7 @@ describe('FrameReader rejections name the bad field', () => {
     const unknown = encodeFrame(secret, { kind: 0x7777, sequence: 0 }, Uint8Array.of(0x90));
     expect(rejection([unknown]).message).toMatchInlineSnapshot(`
       "wire: bad kind: 0x7777 (unknown) is not accepted here
-        expected: one of Hello, Welcome, Reject, StartEpoch, SyncNow, RequestParams, Update, Throttle, … (33 kinds)
+        expected: one of Hello, Welcome, Reject, StartEpoch, SyncNow, RequestParams, Update, Throttle, … (36 kinds)
         got: 0x7777 (unknown)"
     `);
     const fromCoordinator = messageFrame(secret, { type: 'SyncNow' });

@@ -19,6 +19,7 @@ export {
   BUFFER_PREFIX,
   type CollectiveResult,
   collectiveAverage,
+  hostDtype,
   PARAM_PREFIX,
   snapshotContribution,
 } from './model.js';

@@ -1,11 +1,15 @@
 import { noGrad } from '@flodl/autograd';
 import type { Module } from '@flodl/nn';
 import {
+  CudaStream,
+  type Device,
+  type DType,
   fromBytes,
   fromData,
   invalidArgument,
   isFloatingPoint,
   type ProcessGroup,
+  stack,
   type Tensor,
   tidy,
 } from '@flodl/tensor-native';
@@ -48,42 +52,53 @@ export interface CollectiveResult {
  * allReduce SUM carries the scaled tensors and one the masses, then each rank divides once.
  * Every rank ends with the same bits. A round where no rank has mass changes nothing.
  *
+ * Works where the model lives: on CUDA the masses travel on the parameters' GPU (an nccl
+ * group reduces only tensors on its device), and the divergence norms are summed there in
+ * float64, so the host reads two small tensors per round (the masses and three norms).
+ *
  * @example collectiveAverage(group, model, windowMass(stepsSinceAverage, gamma));
  */
 export function collectiveAverage(group: ProcessGroup, model: Module, mass: number): CollectiveResult {
   if (!(mass >= 0 && Number.isFinite(mass)))
     throw invalidArgument('collectiveAverage', 'mass', 'a finite number ≥ 0', mass);
   const { params, buffers } = averagedState(model);
+  const device = params[0]?.[1].device ?? buffers[0]?.[1].device ?? group.device;
   return noGrad(() =>
     tidy(() => {
       const weight = mass > 0 ? bufferWeight(1) : 0;
       const scaledParams = params.map(([, tensor]) => tensor.mul(mass));
       const scaledBuffers = buffers.map(([, tensor]) => tensor.mul(weight));
-      const masses = fromData([mass, weight], [2], { dtype: 'float64' });
+      const masses = fromData([mass, weight], [2], { dtype: 'float64', device });
       group.allReduce([...scaledParams, ...scaledBuffers], { op: 'sum' });
       group.allReduce(masses, { op: 'sum' });
-      const [totalMass, steppedRanks] = masses.toArray() as number[];
-      let preSq = 0;
-      let diffSq = 0;
-      let postSq = 0;
-      if ((totalMass as number) > 0) {
-        params.forEach(([, tensor], index) => {
-          const average = (scaledParams[index] as Tensor).div(totalMass as number);
-          preSq += tensor.square().sum().item() as number;
-          diffSq += tensor.sub(average).square().sum().item() as number;
-          postSq += average.square().sum().item() as number;
-          tensor.copy_(average);
-        });
+      const [totalMass, steppedRanks] = masses.toArray() as [number, number];
+      let norms: [number, number, number] = [0, 0, 0];
+      if (totalMass > 0 && params.length > 0) {
+        // [‖pre‖², ‖pre − post‖², ‖post‖²] per parameter, summed on the device.
+        const squares = params.map(([, tensor], index) =>
+          tidy(() => {
+            const average = (scaledParams[index] as Tensor).div(totalMass);
+            const parts = stack([
+              squaredNorm(tensor),
+              squaredNorm(tensor.sub(average)),
+              squaredNorm(average),
+            ]);
+            tensor.copy_(average);
+            return parts;
+          }),
+        );
+        norms = stack(squares).sum(0).toArray() as [number, number, number];
       }
-      if ((steppedRanks as number) > 0) {
+      if (steppedRanks > 0) {
         buffers.forEach(([, tensor], index) => {
-          tensor.copy_((scaledBuffers[index] as Tensor).div(steppedRanks as number));
+          tensor.copy_((scaledBuffers[index] as Tensor).div(steppedRanks));
         });
       }
+      const [preSq, diffSq, postSq] = norms;
       const postNorm = Math.sqrt(postSq);
       return {
-        totalMass: totalMass as number,
-        steppedRanks: steppedRanks as number,
+        totalMass,
+        steppedRanks,
         divergence: postNorm > 0 ? Math.sqrt(diffSq) / postNorm : 0,
         preNorm: Math.sqrt(preSq),
         postNorm,
@@ -92,21 +107,73 @@ export function collectiveAverage(group: ProcessGroup, model: Module, mass: numb
   );
 }
 
+function squaredNorm(tensor: Tensor): Tensor {
+  return tensor.square().sum(undefined, false, { dtype: 'float64' });
+}
+
+/**
+ * The dtype a tensor travels in on the host path: float32 and float64 as they are, half
+ * precisions widened to float32 (the host root accumulates float32 and float64 only).
+ */
+export function hostDtype(dtype: DType): DType {
+  return dtype === 'float64' ? 'float64' : 'float32';
+}
+
 /**
  * A rank's host-mode contribution: parameters pre-scaled by `mass`, float buffers by 1 if it
- * stepped, each tensor shipping its own mass (the data channel's `TensorBegin.mass`).
+ * stepped, each tensor shipping its own mass (the data channel's `TensorBegin.mass`). Every
+ * tensor comes back on the CPU, ready to serialize: a tensor on a GPU is scaled there and
+ * copied out once, asynchronously into page-locked memory, with one wait per device before
+ * this returns. Half-precision tensors travel as float32. The caller disposes the tensors.
+ *
+ * **Shape**: each tensor keeps its parameter's shape.
+ * @example
+ * const snapshot = snapshotContribution(model, windowMass(steps));
+ * try { await data.send(version, snapshot); } finally { for (const entry of snapshot) entry.tensor.dispose(); }
  */
-export function snapshotContribution(model: Module, mass: number): OutgoingTensor[] {
+export function snapshotContribution(
+  model: Module,
+  mass: number,
+): Extract<OutgoingTensor, { tensor: Tensor }>[] {
   const { params, buffers } = averagedState(model);
   const weight = mass > 0 ? 1 : 0;
-  return noGrad(() => [
-    ...params.map(([name, tensor]) => ({ name: PARAM_PREFIX + name, mass, tensor: tensor.mul(mass) })),
-    ...buffers.map(([name, tensor]) => ({
-      name: BUFFER_PREFIX + name,
-      mass: weight,
-      tensor: tensor.mul(weight),
-    })),
-  ]);
+  const entries: [string, Tensor, number][] = [
+    ...params.map(([name, tensor]): [string, Tensor, number] => [PARAM_PREFIX + name, tensor, mass]),
+    ...buffers.map(([name, tensor]): [string, Tensor, number] => [BUFFER_PREFIX + name, tensor, weight]),
+  ];
+  const copying = new Set<number>();
+  const snapshot: Extract<OutgoingTensor, { tensor: Tensor }>[] = [];
+  try {
+    noGrad(() => {
+      for (const [name, tensor, scale] of entries) {
+        snapshot.push({ name, mass: scale, tensor: scaledOnHost(tensor, scale, copying) });
+      }
+    });
+    // The copies were queued on each device's current stream: wait for them before anyone reads.
+    for (const index of copying) CudaStream.current(index).synchronize();
+  } catch (error) {
+    for (const entry of snapshot) entry.tensor.dispose();
+    throw error;
+  }
+  return snapshot;
+}
+
+/** `scale · tensor` on the CPU in its host dtype; notes the GPU it was copied from. */
+function scaledOnHost(tensor: Tensor, scale: number, copying: Set<number>): Tensor {
+  const dtype = hostDtype(tensor.dtype);
+  const device = tensor.device;
+  return tidy(() => {
+    // Widen before scaling: a window's mass can overflow float16.
+    const scaled = (dtype === tensor.dtype ? tensor : tensor.to({ dtype })).mul(scale);
+    if (device === 'cpu') return scaled;
+    copying.add(cudaIndex(device));
+    // A non-blocking copy off a GPU lands in page-locked memory (libtorch pins the destination).
+    return scaled.to({ device: 'cpu', nonBlocking: true });
+  });
+}
+
+function cudaIndex(device: Device): number {
+  return device === 'cuda' ? 0 : Number(device.slice('cuda:'.length));
 }
 
 /** Options of {@link applyConsensus}. */
@@ -117,7 +184,9 @@ export interface ApplyConsensusOptions {
 
 /**
  * Applies a consensus (from the host root) to `model`: parameters are overwritten, or blended
- * with EASGD; float buffers are overwritten. Names the model lacks are an error.
+ * with EASGD (`W := (1 − α)·W + α·W_avg`); float buffers are overwritten. Each value is
+ * copied to its tensor's own device once and cast to its dtype there; the update is in place
+ * and not recorded by autograd. Names the model lacks are an error.
  *
  * @throws FlodlError ERR_INVALID_ARGUMENT for an unknown name or a shape mismatch
  */
@@ -145,7 +214,9 @@ export function applyConsensus(
             entry.shape,
           );
         }
-        const value = fromBytes(entry.bytes, entry.shape, entry.dtype).to({ dtype: target.dtype });
+        const value = fromBytes(entry.bytes, entry.shape, entry.dtype, { device: target.device }).to({
+          dtype: target.dtype,
+        });
         if (alpha !== undefined && entry.name.startsWith(PARAM_PREFIX)) target.lerp_(value, alpha);
         else target.copy_(value);
       }

@@ -203,14 +203,19 @@ function checkPolicy(value: unknown, worldSize: number): EpochCallbackPolicy {
   return Object.freeze({ rank });
 }
 
-function checkMaxFailure(value: unknown): MaxFailureThreshold {
-  const threshold = checkOptionsObject(OP, 'maxFailure', value);
+/**
+ * Validates a {@link MaxFailureThreshold}: `{ absolute: n ≥ 1 }` or `{ percent: p ∈ [0, 1] }`.
+ *
+ * @throws FlodlError `ERR_INVALID_ARGUMENT` naming `maxFailure` under `op`
+ */
+export function checkMaxFailure(value: unknown, op: string = OP): MaxFailureThreshold {
+  const threshold = checkOptionsObject(op, 'maxFailure', value);
   if ('absolute' in threshold) {
-    rejectUnknownKeys(OP, 'maxFailure', threshold, ['absolute']);
-    return Object.freeze({ absolute: checkInteger(OP, 'maxFailure.absolute', threshold.absolute, 1) });
+    rejectUnknownKeys(op, 'maxFailure', threshold, ['absolute']);
+    return Object.freeze({ absolute: checkInteger(op, 'maxFailure.absolute', threshold.absolute, 1) });
   }
-  rejectUnknownKeys(OP, 'maxFailure', threshold, ['percent']);
-  return Object.freeze({ percent: checkNumberInRange(OP, 'maxFailure.percent', threshold.percent, 0, 1) });
+  rejectUnknownKeys(op, 'maxFailure', threshold, ['percent']);
+  return Object.freeze({ percent: checkNumberInRange(op, 'maxFailure.percent', threshold.percent, 0, 1) });
 }
 
 function checkDeviceIndices(value: unknown, worldSize: number): readonly number[] {

@@ -103,7 +103,6 @@ export type {
   CoordinatorNotice,
   CoordinatorOutput,
   HostInput,
-  NewNcclIdGenerated,
   NewNcclSession,
   RankExited,
   RankJoined,

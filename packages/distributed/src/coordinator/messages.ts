@@ -1,5 +1,14 @@
-import type { CoordinatorMessage, EpochMetrics, RankMessage, SaveReason } from '../wire/messages.js';
+import type {
+  CoordinatorMessage,
+  EpochMetrics,
+  NewNcclSession,
+  RankMessage,
+  RequestNewNcclId,
+  SaveReason,
+} from '../wire/messages.js';
 import type { RankDeathRecord } from './membership.js';
+
+export type { NewNcclSession, RequestNewNcclId };
 
 /**
  * A rank's control message as the coordinator sees it: the wire's {@link RankMessage} plus the
@@ -43,48 +52,22 @@ export interface ReduceCompleted {
   readonly accepted: readonly number[];
 }
 
-/** The lowest NCCL survivor generated a new communicator id (answer to `RequestNewNcclId`). */
-export interface NewNcclIdGenerated {
-  readonly type: 'NewNcclIdGenerated';
-  readonly rank: number;
-  readonly uidBytes: Uint8Array;
-}
-
 /** Time passed: heartbeat staleness, the coordinator beacon, stall ceilings. */
 export interface Tick {
   readonly type: 'Tick';
 }
 
 /** Inputs from the coordinator's own host (handshake, supervision, reduce root, timer). */
-export type HostInput =
-  | RankJoined
-  | RankExited
-  | ConnectionLost
-  | ReduceCompleted
-  | NewNcclIdGenerated
-  | Tick;
+export type HostInput = RankJoined | RankExited | ConnectionLost | ReduceCompleted | Tick;
 
 /** Everything the coordinator is fed. */
 export type CoordinatorInput = RankReport | HostInput;
 
-/** NCCL re-formation: the lowest survivor must generate a new communicator id. */
-export interface RequestNewNcclId {
-  readonly type: 'RequestNewNcclId';
-}
-
-/** NCCL re-formation: join the survivors' new communicator as `newRank` of `newWorldSize`. */
-export interface NewNcclSession {
-  readonly type: 'NewNcclSession';
-  readonly uidBytes: Uint8Array;
-  readonly newRank: number;
-  readonly newWorldSize: number;
-}
-
 /**
- * What the coordinator tells one rank: the wire's {@link CoordinatorMessage}, plus floDl's
- * NCCL re-formation pair, which only the device-collective modes use after a death.
+ * What the coordinator tells one rank: the wire's {@link CoordinatorMessage} (floDl's NCCL
+ * re-formation pair, `RequestNewNcclId` / `NewNcclSession`, included).
  */
-export type CoordinatorCommand = CoordinatorMessage | RequestNewNcclId | NewNcclSession;
+export type CoordinatorCommand = CoordinatorMessage;
 
 /** A command for one rank. Per-rank order is significant (the control channel is FIFO). */
 export interface AddressedCommand {

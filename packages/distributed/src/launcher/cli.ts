@@ -1,5 +1,5 @@
 import { FlodlError } from '@flodl/tensor-native';
-import { launch } from './launch.js';
+import { type LaunchResult, launch } from './launch.js';
 import {
   LAUNCH_DEVICES,
   LAUNCH_MODES,
@@ -21,6 +21,10 @@ options:
   --coordinator host:port    address every rank dials; required with --nnodes > 1
   --port P                   coordinator port on a single host (default: a free port)
   --timeout-ms MS            stop the run after MS milliseconds
+  --elastic                  a failed rank does not stop the others: the survivors go on
+                             and the lost ranks are listed at the end
+  --max-failure N|P%         with --elastic: fail the run once N ranks (or P% of them) died
+  --no-prefix                pass rank output through as is (default: each line gets [rank N])
   -h, --help                 show this text`;
 
 /** A parsed `flodl` command line. */
@@ -44,6 +48,16 @@ export function parseLaunchArgs(argv: readonly string[]): LaunchCommand {
     const token = rest[index] as string;
     if (!token.startsWith('-')) break;
     if (token === '-h' || token === '--help') return { kind: 'help' };
+    if (token === '--elastic') {
+      options.elastic = true;
+      index += 1;
+      continue;
+    }
+    if (token === '--no-prefix') {
+      options.prefixOutput = false;
+      index += 1;
+      continue;
+    }
     const equals = token.indexOf('=');
     const flag = equals >= 0 ? token.slice(0, equals) : token;
     const value: string | undefined = equals >= 0 ? token.slice(equals + 1) : rest[index + 1];
@@ -79,6 +93,11 @@ export function parseLaunchArgs(argv: readonly string[]): LaunchCommand {
       case '--timeout-ms':
         options.timeoutMs = integer(flag, value, 1);
         break;
+      case '--max-failure':
+        options.maxFailure = value.endsWith('%')
+          ? { percent: percent(flag, value.slice(0, -1)) }
+          : { absolute: integer(flag, value, 1) };
+        break;
       default:
         throw usageError(`unknown flag ${flag}`, 'one of the flags below');
     }
@@ -86,6 +105,9 @@ export function parseLaunchArgs(argv: readonly string[]): LaunchCommand {
   const script = rest[index];
   if (script === undefined) throw usageError('no script given', 'a script path after the flags');
   if (options.nproc === undefined) throw usageError('--nproc is required', '--nproc N');
+  if (options.maxFailure !== undefined && !options.elastic) {
+    throw usageError('--max-failure needs --elastic', '--elastic --max-failure N');
+  }
   return {
     kind: 'launch',
     options: { ...options, nproc: options.nproc, script, args: rest.slice(index + 1) },
@@ -93,7 +115,8 @@ export function parseLaunchArgs(argv: readonly string[]): LaunchCommand {
 }
 
 /**
- * Runs `flodl` with `argv` (without `node` and the bin path) and returns the exit code:
+ * Runs `flodl` with `argv` (without `node` and the bin path), prefixing rank output with
+ * `[rank N] ` unless `--no-prefix` is given, and returns the exit code:
  * 0 when every rank exited 0, 1 when a rank failed, 2 for a usage error, 130/143 when
  * SIGINT/SIGTERM stopped the run.
  */
@@ -118,8 +141,9 @@ export async function runCli(argv: readonly string[]): Promise<number> {
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   try {
-    const result = await launch({ ...command.options, signal: controller.signal });
+    const result = await launch({ prefixOutput: true, ...command.options, signal: controller.signal });
     if (result.interrupted) return received === 'SIGTERM' ? 143 : 130;
+    if (result.lost.length > 0) process.stderr.write(`${describeLost(result)}\n`);
     return 0;
   } catch (error) {
     const isFlodl = FlodlError.isInstance(error);
@@ -131,6 +155,27 @@ export async function runCli(argv: readonly string[]): Promise<number> {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
+}
+
+/** The lines `flodl launch --elastic` prints when a run finished without some of its ranks. */
+export function describeLost(result: Pick<LaunchResult, 'lost' | 'worldSize' | 'recordDir'>): string {
+  const lines = result.lost.map(
+    (record) =>
+      `  rank ${record.rank} (pid ${record.pid}, ${record.signal !== null ? `signal ${record.signal}` : `exit code ${record.exitCode}`}) at ${new Date(record.time).toISOString()}: ${record.message}`,
+  );
+  return [
+    `flodl: the run finished without ${result.lost.length} of ${result.worldSize} ranks (elastic); lost:`,
+    ...lines,
+    ...(result.recordDir ? [`death records: ${result.recordDir}`] : []),
+  ].join('\n');
+}
+
+function percent(flag: string, text: string): number {
+  const value = Number(text);
+  if (!/^\d+(\.\d+)?$/.test(text) || !(value > 0 && value <= 100)) {
+    throw usageError(`bad ${flag} ${JSON.stringify(`${text}%`)}`, 'a percentage in (0, 100]');
+  }
+  return value / 100;
 }
 
 function integer(flag: string, text: string, minimum: number): number {

@@ -1,31 +1,29 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FlodlError } from '@flodl/tensor-native';
+import { failureLimit } from '../coordinator/membership.js';
 import { ControlServer, createRunSecret, resolveRunSecret, SECRET_ENV } from '../wire/index.js';
 import { type DeathRecord, readDeathRecord } from './death-record.js';
 import { type LaunchOptions, type ResolvedLaunchOptions, resolveLaunchOptions } from './options.js';
 import { rankEnvironment } from './rank-environment.js';
 import { RankFailedError } from './rank-failed.js';
+import { type RankExit, RankExitFeed } from './run.js';
 import { scriptCommand } from './script-command.js';
+import { spawnRank } from './spawn-rank.js';
 
-/** How one local rank ended. */
-export interface RankExit {
-  rank: number;
-  localRank: number;
-  pid: number;
-  exitCode: number | null;
-  signal: NodeJS.Signals | null;
-  /** `ok`: exit 0; `failed`: died on its own; `stopped`: ended by the launcher. */
-  outcome: 'ok' | 'failed' | 'stopped';
-}
+export type { RankExit } from './run.js';
 
-/** What `launch` resolves with when no rank failed. */
+/** What `launch` resolves with when no rank failed (or, elastic, when the run survived its failures). */
 export interface LaunchResult {
   worldSize: number;
   /** The local ranks, ascending. */
   ranks: RankExit[];
+  /** Elastic runs: the ranks lost on the way, their death records earliest first. Otherwise empty. */
+  lost: DeathRecord[];
+  /** The folder of the lost ranks' death records, kept when `lost` is not empty. */
+  recordDir?: string;
   /** True when `signal` aborted the run (the ranks were stopped, none failed). */
   interrupted: boolean;
   durationMs: number;
@@ -47,14 +45,23 @@ interface RankProcess {
  * `FLODL_SECRET`, `FLODL_MODE`, `FLODL_DEVICE` (+ `FLODL_DEVICE_INDEX` on cuda) and
  * `FLODL_RECORD_DIR`. When a rank exits non-zero the others get SIGTERM, then SIGKILL
  * after `killGraceMs`, and `launch` rejects with one `RankFailedError` naming the earliest
- * failure as the root cause.
+ * failure as the root cause. With `elastic: true` the others keep running instead: every
+ * process end is reported to `onServer`'s `run` (the coordinator host declares the rank dead
+ * and the survivors continue), and `launch` resolves with the failed ranks in `lost` unless
+ * no rank finished or `maxFailure` was reached.
+ *
+ * Every rank starts with an orphan guard preloaded (`FLODL_LAUNCHER_PID`): if the launcher
+ * dies without stopping it, even by SIGKILL, the rank gets SIGTERM within a fraction of a
+ * second and SIGKILL after `killGraceMs`. With `prefixOutput` each output line of a rank
+ * reads `[rank N] ...`.
  *
  * Multi-host: run one launcher per host with the same `nnodes`, `coordinator` and
  * `FLODL_SECRET` (node 0 creates one when unset; export it to the others).
  *
  * @throws FlodlError ERR_INVALID_ARGUMENT for bad options (before anything starts)
  * @throws FlodlError ERR_IO when the coordinator port cannot be bound or a rank cannot start
- * @throws RankFailedError ERR_RANK_FAILED when any rank failed
+ * @throws RankFailedError ERR_RANK_FAILED when any rank failed (elastic: when every local rank
+ *   failed, or the failures reached `maxFailure`)
  * @throws FlodlError ERR_TIMEOUT when the run outlived `timeoutMs`
  * @example
  * ```ts
@@ -68,6 +75,7 @@ export async function launch(options: LaunchOptions): Promise<LaunchResult> {
   const secret = runSecret(resolved);
   const started = Date.now();
   let server: ControlServer | undefined;
+  const run = new RankExitFeed(resolved.worldSize, resolved.elastic, resolved.maxFailure);
   if (resolved.nodeRank === 0) {
     server = await ControlServer.listen({
       secret,
@@ -76,7 +84,7 @@ export async function launch(options: LaunchOptions): Promise<LaunchResult> {
       port: resolved.coordinatorPort,
     });
     try {
-      await options.onServer?.(server);
+      await options.onServer?.(server, run);
     } catch (error) {
       await server.close({ timeoutMs: 1000 });
       throw error;
@@ -86,8 +94,8 @@ export async function launch(options: LaunchOptions): Promise<LaunchResult> {
   const recordDir = resolved.recordDir ?? mkdtempSync(join(tmpdir(), 'flodl-run-'));
   const port = server?.port ?? resolved.coordinatorPort;
   try {
-    const outcome = await supervise(resolved, command, secret, port, recordDir, options.signal);
-    if (outcome.failures.length > 0) {
+    const outcome = await supervise(resolved, command, secret, port, recordDir, options.signal, run);
+    if (outcome.failures.length > 0 && !survivedFailures(resolved, outcome)) {
       throw new RankFailedError(
         outcome.failures,
         outcome.ranks.filter((rank) => rank.outcome === 'stopped').map((rank) => rank.rank),
@@ -106,10 +114,16 @@ export async function launch(options: LaunchOptions): Promise<LaunchResult> {
         },
       );
     }
-    if (ownRecordDir) rmSync(recordDir, { recursive: true, force: true });
+    const lost = [...outcome.failures].sort(
+      (left, right) => left.time - right.time || left.rank - right.rank,
+    );
+    // The lost ranks' records are the post-mortem of a run that went on without them: keep them.
+    if (ownRecordDir && lost.length === 0) rmSync(recordDir, { recursive: true, force: true });
     return {
       worldSize: resolved.worldSize,
       ranks: outcome.ranks,
+      lost,
+      ...(lost.length > 0 ? { recordDir } : {}),
       interrupted: outcome.interrupted,
       durationMs: Date.now() - started,
     };
@@ -132,6 +146,15 @@ function runSecret(options: ResolvedLaunchOptions): Uint8Array {
   return resolveRunSecret();
 }
 
+/** Elastic runs survive their failures while some rank finished and `maxFailure` was not reached. */
+function survivedFailures(options: ResolvedLaunchOptions, outcome: SupervisionOutcome): boolean {
+  if (!options.elastic || !outcome.ranks.some((rank) => rank.outcome === 'ok')) return false;
+  return (
+    options.maxFailure === undefined ||
+    outcome.failures.length < failureLimit(options.maxFailure, options.worldSize)
+  );
+}
+
 interface SupervisionOutcome {
   ranks: RankExit[];
   failures: DeathRecord[];
@@ -146,6 +169,7 @@ function supervise(
   port: number,
   recordDir: string,
   signal: AbortSignal | undefined,
+  run: RankExitFeed,
 ): Promise<SupervisionOutcome> {
   return new Promise((resolvePromise, rejectPromise) => {
     const processes: RankProcess[] = [];
@@ -201,27 +225,28 @@ function supervise(
         signal: exitSignal,
         outcome: clean ? 'ok' : failed ? 'failed' : 'stopped',
       };
-      if (failed) {
-        failures.push(
-          written !== undefined
-            ? { ...written, exitCode, signal: exitSignal }
-            : {
-                rank: entry.rank,
-                localRank: entry.localRank,
-                pid: entry.child.pid ?? -1,
-                exitCode,
-                signal: exitSignal,
-                message:
-                  exitSignal !== null
-                    ? `killed by signal ${exitSignal}`
-                    : `exited with code ${exitCode} without a death record (call installDeathRecord() in the rank script)`,
-                stack: undefined,
-                time,
-                source: 'launcher',
-              },
-        );
-        stop();
-      }
+      const failure: DeathRecord | undefined = !failed
+        ? undefined
+        : written !== undefined
+          ? { ...written, exitCode, signal: exitSignal }
+          : {
+              rank: entry.rank,
+              localRank: entry.localRank,
+              pid: entry.child.pid ?? -1,
+              exitCode,
+              signal: exitSignal,
+              message:
+                exitSignal !== null
+                  ? `killed by signal ${exitSignal}`
+                  : `exited with code ${exitCode} without a death record (call installDeathRecord() in the rank script)`,
+              stack: undefined,
+              time,
+              source: 'launcher',
+            };
+      if (failure) failures.push(failure);
+      // The coordinator host hears of the end first: survivors must not wait on this rank.
+      run.emit({ ...entry.exit, ...(failure ? { failure } : {}) });
+      if (failure && !options.elastic) stop();
       finishIfDone();
     };
 
@@ -243,13 +268,15 @@ function supervise(
         ...options.env,
         ...rankEnvironment(options, { rank, localRank }, secret, port, recordDir),
       };
-      const child = spawn(process.execPath, [...command, ...options.args], {
-        env: environment,
-        stdio: options.stdio,
+      const { child, onExit: whenExited } = spawnRank({
+        rank,
+        args: [...command, ...options.args],
+        environment,
+        output: options.prefixOutput ? 'prefix' : options.stdio,
       });
       const entry: RankProcess = { rank, localRank, child, exit: undefined, signalled: false };
       processes.push(entry);
-      child.once('exit', (code, exitSignal) => onExit(entry, code, exitSignal));
+      whenExited((code, exitSignal) => onExit(entry, code, exitSignal));
       child.once('error', (error) => {
         // spawn failed (no exit follows): stop the others and report it as this rank's failure
         if (entry.exit !== undefined) return;

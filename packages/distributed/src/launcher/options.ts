@@ -1,5 +1,8 @@
 import { invalidArgument } from '@flodl/tensor-native';
+import { checkMaxFailure } from '../coordinator/coordinator-config.js';
+import type { MaxFailureThreshold } from '../coordinator/membership.js';
 import type { ControlServer } from '../wire/index.js';
+import type { LaunchRun } from './run.js';
 
 /** The averaging modes a run can use (REFERENCE §5.3). */
 export const LAUNCH_MODES = ['NcclSync', 'NcclCadence', 'CpuSync', 'CpuCadence', 'CpuAsync'] as const;
@@ -41,15 +44,37 @@ export interface LaunchOptions {
   nodeArgs?: readonly string[];
   /** Ranks' stdio. Default `inherit`. */
   stdio?: 'inherit' | 'ignore';
+  /**
+   * Passes each rank's stdout and stderr on line by line with `[rank N] ` before every line
+   * (whole lines, never two ranks' text within one; an unfinished last line is flushed when
+   * the rank exits). Needs `stdio: 'inherit'`. Default false (`flodl launch`: on, `--no-prefix`
+   * turns it off).
+   */
+  prefixOutput?: boolean;
   /** Stops the run (SIGTERM then SIGKILL to every rank); `launch` then resolves with `interrupted: true`. */
   signal?: AbortSignal;
   /**
+   * Elastic membership: a rank that fails does not stop the others. Its death is reported
+   * to the coordinator host (through `run` of `onServer`), the survivors keep training, and
+   * `launch` resolves with the failed ranks in `lost`; it fails with `RankFailedError` only
+   * when no rank finished or `maxFailure` was reached. Default false: the first failure stops
+   * every rank and `launch` fails (`flodl launch --elastic`).
+   */
+  elastic?: boolean;
+  /**
+   * Elastic runs only: dead ranks at which the run fails, `{ absolute: n }` or
+   * `{ percent: p }` (of the world size); the coordinator host takes it as its `maxFailure`
+   * (the survivors save and exit). Default none: the run goes on while any rank lives.
+   */
+  maxFailure?: MaxFailureThreshold;
+  /**
    * Called with the coordinator's `ControlServer` (node 0 only) after it listens and
    * before any rank starts: the hook where the rank runtime attaches a
-   * `ClusterCoordinator`. Without it the server only runs handshakes, answers heartbeats
-   * with its beacon, and relays nothing.
+   * `ClusterCoordinator` (`CoordinatorHost.attach(server, { ..., run })`). `run` reports
+   * every local rank's process end as it happens. Without it the server only runs
+   * handshakes, answers heartbeats with its beacon, and relays nothing.
    */
-  onServer?: (server: ControlServer) => void | Promise<void>;
+  onServer?: (server: ControlServer, run: LaunchRun) => void | Promise<void>;
 }
 
 /** `LaunchOptions` with defaults applied and every field checked. */
@@ -70,6 +95,9 @@ export interface ResolvedLaunchOptions {
   recordDir: string | undefined;
   nodeArgs: readonly string[];
   stdio: 'inherit' | 'ignore';
+  prefixOutput: boolean;
+  elastic: boolean;
+  maxFailure: MaxFailureThreshold | undefined;
 }
 
 const KNOWN = new Set([
@@ -88,7 +116,10 @@ const KNOWN = new Set([
   'recordDir',
   'nodeArgs',
   'stdio',
+  'prefixOutput',
   'signal',
+  'elastic',
+  'maxFailure',
   'onServer',
 ]);
 
@@ -164,6 +195,30 @@ export function resolveLaunchOptions(options: LaunchOptions): ResolvedLaunchOpti
   const stdio = options.stdio ?? 'inherit';
   if (stdio !== 'inherit' && stdio !== 'ignore')
     throw invalidArgument(op, 'stdio', "'inherit' or 'ignore'", stdio);
+  const prefixOutput = options.prefixOutput ?? false;
+  if (typeof prefixOutput !== 'boolean') throw invalidArgument(op, 'prefixOutput', 'a boolean', prefixOutput);
+  if (prefixOutput && stdio !== 'inherit') {
+    throw invalidArgument(
+      op,
+      'prefixOutput',
+      "false with stdio 'ignore' (there is no output to prefix)",
+      prefixOutput,
+    );
+  }
+  const elastic = options.elastic ?? false;
+  if (typeof elastic !== 'boolean') throw invalidArgument(op, 'elastic', 'a boolean', elastic);
+  let maxFailure: MaxFailureThreshold | undefined;
+  if (options.maxFailure !== undefined) {
+    if (!elastic) {
+      throw invalidArgument(
+        op,
+        'maxFailure',
+        'only with elastic: true (a plain run fails at the first death)',
+        options.maxFailure,
+      );
+    }
+    maxFailure = checkMaxFailure(options.maxFailure, op);
+  }
   if (options.onServer !== undefined && typeof options.onServer !== 'function') {
     throw invalidArgument(op, 'onServer', 'a function', options.onServer);
   }
@@ -184,6 +239,9 @@ export function resolveLaunchOptions(options: LaunchOptions): ResolvedLaunchOpti
     recordDir: options.recordDir,
     nodeArgs,
     stdio,
+    prefixOutput,
+    elastic,
+    maxFailure,
   };
 }
 

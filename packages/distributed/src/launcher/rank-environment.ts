@@ -1,6 +1,7 @@
 import { secretEnvironment } from '../wire/index.js';
 import { RECORD_DIR_ENV } from './death-record.js';
 import type { ResolvedLaunchOptions } from './options.js';
+import { KILL_GRACE_ENV, LAUNCHER_PID_ENV } from './orphan-guard.js';
 
 /** The role of one rank process, as the launcher hands it over. */
 export interface RankRole {
@@ -11,6 +12,7 @@ export interface RankRole {
 /**
  * The variables that tell a rank process its role. `CUDA_VISIBLE_DEVICES` is left
  * alone: every rank sees every GPU and picks `cuda:FLODL_DEVICE_INDEX`.
+ * `FLODL_LAUNCHER_PID` and `FLODL_KILL_GRACE_MS` arm the rank's orphan guard.
  */
 export function rankEnvironment(
   options: ResolvedLaunchOptions,
@@ -33,6 +35,8 @@ export function rankEnvironment(
     FLODL_MODE: options.mode,
     FLODL_DEVICE: options.device,
     [RECORD_DIR_ENV]: recordDir,
+    [LAUNCHER_PID_ENV]: String(process.pid),
+    [KILL_GRACE_ENV]: String(options.killGraceMs),
     ...secretEnvironment(secret),
   };
   if (options.device === 'cuda') environment.FLODL_DEVICE_INDEX = String(role.localRank);

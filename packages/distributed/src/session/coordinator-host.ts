@@ -1,184 +1,309 @@
 import { MassAccumulator } from '../averaging/host.js';
+import type { Clock } from '../coordinator/clock.js';
+import { ClusterCoordinator } from '../coordinator/coordinator.js';
+import type { CoordinatorOptions } from '../coordinator/coordinator-config.js';
+import type {
+  AddressedCommand,
+  CoordinatorInput,
+  CoordinatorNotice,
+  RankExited,
+} from '../coordinator/messages.js';
 import type { LaunchMode } from '../launcher/options.js';
+import type { LaunchRun, RankExitEvent } from '../launcher/run.js';
+import type { ReceivedContribution } from '../wire/data-channel.js';
+import type { CoordinatorMessage } from '../wire/messages.js';
 import type { ControlServer } from '../wire/server.js';
+import type { HostRound } from './host-round.js';
 import { isCollectiveMode } from './session.js';
 
-/** Options of {@link AveragingHost.attach}. */
-export interface AveragingHostOptions {
+/** Options of {@link CoordinatorHost.attach}. */
+export interface CoordinatorHostOptions {
+  /** The launch mode; it also picks the coordinator's ElChe mode unless `coordinator.elche` names one. */
   mode: LaunchMode;
-  worldSize: number;
+  /** The coordinator's options (`worldSize` included). */
+  coordinator: CoordinatorOptions;
   /**
-   * The explicit trigger: a round starts when every rank has reported at least this many
-   * steps since its window last closed (its `SnapshotReady` / `SyncAck`), so every
-   * contribution has mass. Default 1 for the Sync modes, 4 otherwise.
+   * The launcher's run (`launch({ onServer: (server, run) => ... })`): every rank process end
+   * is reported to the coordinator as it happens (`RankExited`), and an elastic run's
+   * `maxFailure` becomes the coordinator's unless `coordinator.maxFailure` is set.
    */
-  everySteps?: number;
-  /** Bound on receiving a snapshot, ms. Default 60 000. */
+  run?: LaunchRun;
+  /** Coordinator tick period, ms. Default 250. */
+  tickMs?: number;
+  /** The coordinator's clock. Default `Date.now`. */
+  clock?: Clock;
+  /** Bound on receiving a snapshot (host modes), ms; a rank past it is dropped from the round. Default 60 000. */
   timeoutMs?: number;
-  /** Called when a round completed (host modes: with the accepted masses). */
+  /** Every notice the coordinator produced, as it produced it. */
+  onNotice?: (notice: CoordinatorNotice) => void;
+  /** Called when a host-mode reduce completed, with the accepted masses. */
   onRound?: (round: HostRound) => void;
-  /** Called when the host fails (a lost snapshot); the ranks then time out. */
+  /** Called when the host fails (a consensus that cannot be formed). */
   onError?: (error: unknown) => void;
 }
 
-/** A completed round, as the host saw it. */
-export interface HostRound {
-  version: number;
-  /** Ranks whose contributions were accepted (host modes) or that acked (collective modes). */
-  accepted: number[];
-  /** Host modes: the mass each accepted rank shipped with its parameters. */
-  masses?: Record<number, number>;
-  /** Host modes: Σ mass of the accepted contributions (the one divisor). */
-  totalMass?: number;
+/** One host-mode reduce in flight. */
+interface HostReduce {
+  readonly version: number;
+  /** The round's ranks still alive: the accepted set once every one is in. */
+  readonly members: Set<number>;
+  readonly dropped: number[];
+  readonly snapshots: Set<number>;
+  readonly received: Map<number, ReceivedContribution>;
+  /** The sum is being formed (later deaths no longer change the accepted set). */
+  closing: boolean;
+  /** The coordinator finished: nothing more is sent for this round. */
+  abandoned: boolean;
 }
 
 /**
- * The launcher-side averaging driver (use it from `launch({ onServer })`): starts rounds with
- * an explicit step trigger (`SyncNow` in collective modes; `RequestParams` in host modes, then
- * receives the mass-scaled snapshots on the data channels, averages them with the mass law and
- * sends the consensus back with `Update`). It forms the run with `SetGlobalStep { 0 }` once every
- * rank joined, and broadcasts `Shutdown` once every rank sent
- * `Exiting` and no round is in flight. It does not run the ElChe `ClusterCoordinator`.
+ * The launcher-side driver of a real {@link ClusterCoordinator} (use it from
+ * `launch({ onServer })`): feeds it the server's events (`RankJoined` once a rank's session
+ * connected, every rank message with its rank, `ConnectionLost` when a control channel drops,
+ * `RankExited` from the launcher's `run`, a `Tick` on a timer) and sends every command it
+ * produces back through the server, in order per rank.
+ *
+ * Host modes (CpuSync / CpuCadence / CpuAsync): it is also the CPU reduce root. For each round
+ * it receives the mass-scaled snapshots the coordinator's `RequestParams` asked for, averages
+ * them with the mass law, ships the consensus on the data channels and reports
+ * `ReduceCompleted` (the coordinator then sends `Update`). A rank that dies mid-round (its
+ * process ends, its connection or data channel drops, or its snapshot does not come within
+ * `timeoutMs`) is declared dead and left out: the round completes with the survivors, its sum
+ * and divisor over exactly their contributions. Collective modes: the coordinator's re-formation
+ * commands (`DeclareDead`, `RequestNewNcclId`, `NewNcclSession`) reach the ranks, which rebuild
+ * their process group among the survivors.
  *
  * @example
  * ```ts
- * await launch({ nproc: 3, script, mode: 'CpuSync', onServer: (server) => { AveragingHost.attach(server, { mode: 'CpuSync', worldSize: 3 }); } });
+ * await launch({ nproc: 3, script, mode: 'CpuCadence', elastic: true, onServer: (server, run) => {
+ *   CoordinatorHost.attach(server, { mode: 'CpuCadence', run, coordinator: { worldSize: 3, totalSamples: 960, batchSize: 16, numEpochs: 2 } });
+ * } });
  * ```
  */
-export class AveragingHost {
+export class CoordinatorHost {
+  readonly coordinator: ClusterCoordinator;
+  readonly notices: CoordinatorNotice[] = [];
+  readonly commands: AddressedCommand[] = [];
+  /** Host modes: the reduces this host completed. */
   readonly rounds: HostRound[] = [];
-  #version = 0;
-  #round: { version: number; pending: Set<number>; ready?: () => void } | undefined;
+  /** Every rank process end the launcher reported, in order. */
+  readonly exits: RankExitEvent[] = [];
   #joined = new Set<number>();
-  #controlConnects = new Map<number, number>();
-  #connected = new Set<number>();
-  #exiting = new Set<number>();
-  #lastStep = new Map<number, number>();
-  #baseStep = new Map<number, number>();
-  #shutdown = false;
-  #formed = false;
-  readonly #everySteps: number;
+  #connects = new Map<number, number>();
+  #chains = new Map<number, Promise<void>>();
+  #reduce: HostReduce | undefined;
+  #timer: ReturnType<typeof setInterval> | undefined;
+  readonly #collective: boolean;
 
   private constructor(
     readonly server: ControlServer,
-    readonly options: AveragingHostOptions,
+    readonly options: CoordinatorHostOptions,
   ) {
-    this.#everySteps = options.everySteps ?? (options.mode.endsWith('Sync') ? 1 : 4);
+    this.#collective = isCollectiveMode(options.mode);
+    const elche = options.coordinator.elche ?? { mode: options.mode };
+    const maxFailure =
+      options.coordinator.maxFailure ?? (options.run?.elastic ? options.run.maxFailure : undefined);
+    this.coordinator = new ClusterCoordinator(
+      { ...options.coordinator, elche, ...(maxFailure ? { maxFailure } : {}) },
+      options.clock ?? { now: () => Date.now() },
+    );
   }
 
-  /** Attaches a driver to `server`. */
-  static attach(server: ControlServer, options: AveragingHostOptions): AveragingHost {
-    const host = new AveragingHost(server, options);
+  /** Attaches a coordinator driver to `server`; the tick timer stops when the run finishes. */
+  static attach(server: ControlServer, options: CoordinatorHostOptions): CoordinatorHost {
+    const host = new CoordinatorHost(server, options);
     server.on('rankConnected', (rank) => {
-      host.#connected.add(rank);
-      host.#controlConnects.set(rank, (host.#controlConnects.get(rank) ?? 0) + 1);
+      host.#connects.set(rank, (host.#connects.get(rank) ?? 0) + 1);
       host.#maybeJoin(rank);
     });
     server.on('dataChannel', (rank) => host.#maybeJoin(rank));
-    server.on('rankDisconnected', (rank) => {
-      host.#connected.delete(rank);
-      host.#joined.delete(rank);
-    });
     server.on('message', (rank, message) => {
-      if (message.type === 'Batch') {
-        host.#lastStep.set(rank, message.stepCount);
-        host.#maybeStart();
-      } else if (message.type === 'SnapshotReady') {
-        // The rank's window closed at its snapshot: the Batches before it are in it.
-        host.#baseStep.set(rank, host.#lastStep.get(rank) ?? 0);
-        if (host.#round?.version === message.version) {
-          host.#round.pending.delete(rank);
-          if (host.#round.pending.size === 0) host.#round.ready?.();
-        }
-      } else if (message.type === 'SyncAck' && host.#round) {
-        host.#baseStep.set(rank, message.stepCount);
-        host.#round.pending.delete(rank);
-        if (host.#round.pending.size === 0) host.#endRound([...host.#joined].sort());
-      } else if (message.type === 'Exiting') {
-        host.#exiting.add(rank);
-        host.#maybeShutdown();
-      }
+      // Host modes: a session's bootstrap connection (data channel opener) is not the rank yet.
+      if (!host.#joined.has(rank)) return;
+      if (message.type === 'SnapshotReady') host.#onSnapshot(rank, message.version);
+      host.feed({ ...message, rank } as CoordinatorInput);
     });
+    server.on('rankDisconnected', (rank, error) => {
+      // A newer connection of the same rank is still up (the bootstrap one closed late).
+      if (!host.#joined.has(rank) || server.connectedRanks().includes(rank)) return;
+      // A clean close without Exiting is a loss too (the coordinator ignores it once finished).
+      host.feed({ type: 'ConnectionLost', rank, message: error?.message ?? 'control connection closed' });
+    });
+    options.run?.onRankExit((exit) => host.#onRankExit(exit));
+    host.#timer = setInterval(() => host.feed({ type: 'Tick' }), options.tickMs ?? 250);
+    host.#timer.unref?.();
     return host;
   }
 
+  /** True once the coordinator finished (Completed or a save-and-exit). */
+  get finished(): boolean {
+    return this.coordinator.state === 'finished';
+  }
+
+  /** Reports a rank's process end (the launcher's `run` does it by itself; host agents call it). */
+  rankExited(exit: Omit<RankExited, 'type'>): void {
+    this.feed({ type: 'RankExited', ...exit });
+  }
+
+  /** Stops the tick timer (done by itself once the run finished). */
+  detach(): void {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
+  /** Feeds one input to the coordinator and sends what it produced. */
+  feed(input: CoordinatorInput): void {
+    const output = this.coordinator.handle(input);
+    for (const notice of output.notices) {
+      this.notices.push(notice);
+      this.options.onNotice?.(notice);
+      if (notice.type === 'AveragingStarted' && this.coordinator.backend === 'Cpu') {
+        this.#reduce = {
+          version: notice.version,
+          members: new Set(notice.ranks),
+          dropped: [],
+          snapshots: new Set(),
+          received: new Map(),
+          closing: false,
+          abandoned: false,
+        };
+      } else if (notice.type === 'RankDead') {
+        this.#dropFromReduce(notice.record.rank);
+      } else if (notice.type === 'Finished' && this.#reduce) {
+        this.#reduce.abandoned = true;
+        this.#reduce = undefined;
+      }
+    }
+    for (const addressed of output.commands) {
+      this.commands.push(addressed);
+      this.#dispatch(addressed);
+    }
+    if (this.finished) this.detach();
+  }
+
+  #onRankExit(exit: RankExitEvent): void {
+    this.exits.push(exit);
+    const failure = exit.failure;
+    this.rankExited({
+      rank: exit.rank,
+      pid: exit.pid,
+      ...(exit.exitCode === null ? {} : { exitCode: exit.exitCode }),
+      ...(exit.signal === null ? {} : { signal: exit.signal }),
+      ...(failure ? { message: failure.message } : {}),
+      ...(failure?.stack ? { stack: failure.stack } : {}),
+    });
+  }
+
   #maybeJoin(rank: number): void {
-    if (!this.#connected.has(rank)) return;
-    const collective = isCollectiveMode(this.options.mode);
-    // Host modes: a rank opens its data channel on a bootstrap control connection, then
+    if (this.#joined.has(rank) || !this.server.connectedRanks().includes(rank)) return;
+    // Host modes: a session opens its data channel on a bootstrap control connection, then
     // connects its RankClient: it joins on that second control connection.
-    if (!collective && (!this.server.dataChannelOf(rank) || (this.#controlConnects.get(rank) ?? 0) < 2))
+    if (!this.#collective && (!this.server.dataChannelOf(rank) || (this.#connects.get(rank) ?? 0) < 2))
       return;
     this.#joined.add(rank);
-    if (!this.#formed && this.#joined.size === this.options.worldSize) {
-      this.#formed = true;
-      void this.server.broadcast({ type: 'SetGlobalStep', globalStep: 0 }).catch(() => undefined);
-    }
+    this.feed({ type: 'RankJoined', rank });
   }
 
-  #maybeStart(): void {
-    if (this.#round || this.#shutdown || this.#exiting.size > 0) return;
-    if (this.#joined.size < this.options.worldSize) return;
-    for (const rank of this.#joined) {
-      if ((this.#lastStep.get(rank) ?? 0) - (this.#baseStep.get(rank) ?? 0) < this.#everySteps) return;
+  #dispatch({ rank, command }: AddressedCommand): void {
+    const reduce = this.#reduce;
+    if (command.type === 'RequestParams' && reduce?.version === command.version) {
+      // Listen before asking: the snapshot may arrive before the send resolves.
+      const channel = this.server.dataChannelOf(rank);
+      // Outside this feed: losing the rank feeds the coordinator again.
+      if (!channel) queueMicrotask(() => this.#contributionLost(reduce, rank, new Error('no data channel')));
+      else {
+        channel.receiveContribution({ timeoutMs: this.options.timeoutMs ?? 60_000 }).then(
+          (contribution) => {
+            reduce.received.set(rank, contribution);
+            this.#maybeClose(reduce);
+          },
+          (error: unknown) => this.#contributionLost(reduce, rank, error),
+        );
+      }
     }
-    const version = ++this.#version;
-    const ranks = [...this.#joined].sort();
-    this.#round = { version, pending: new Set(ranks) };
-    if (isCollectiveMode(this.options.mode)) {
-      for (const rank of ranks) void this.server.send(rank, { type: 'SyncNow' }).catch(() => undefined);
-    } else {
-      this.#hostRound(version, ranks).catch((error: unknown) => this.options.onError?.(error));
-    }
+    this.#send(rank, command);
   }
 
-  async #hostRound(version: number, ranks: number[]): Promise<void> {
-    const timeoutMs = this.options.timeoutMs ?? 60_000;
-    const received = await Promise.all(
-      ranks.map(async (rank) => {
-        const channel = this.server.dataChannelOf(rank);
-        if (!channel) throw new Error(`rank ${rank} has no data channel`);
-        const pending = channel.receiveContribution({ timeoutMs });
-        await this.server.send(rank, { type: 'RequestParams', version });
-        return { rank, contribution: await pending };
-      }),
-    );
+  #send(rank: number, message: CoordinatorMessage): void {
+    const previous = this.#chains.get(rank) ?? Promise.resolve();
+    const next = previous.then(() => this.server.send(rank, message)).catch(() => undefined);
+    this.#chains.set(rank, next);
+  }
+
+  #onSnapshot(rank: number, version: number): void {
+    const reduce = this.#reduce;
+    if (reduce?.version !== version) return;
+    reduce.snapshots.add(rank);
+    this.#maybeClose(reduce);
+  }
+
+  /** A death mid-round: the rank's contribution enters neither the sum nor the divisor. */
+  #dropFromReduce(rank: number): void {
+    const reduce = this.#reduce;
+    if (!reduce || reduce.closing || !reduce.members.delete(rank)) return;
+    reduce.dropped.push(rank);
+    reduce.received.delete(rank);
+    this.#maybeClose(reduce);
+  }
+
+  /** A snapshot that cannot arrive (closed or timed-out data channel): the rank is lost. */
+  #contributionLost(reduce: HostReduce, rank: number, error: unknown): void {
+    if (reduce.abandoned || reduce.closing || !reduce.members.has(rank)) return;
+    const why = error instanceof Error ? error.message : String(error);
+    this.feed({ type: 'ConnectionLost', rank, message: `no snapshot for round ${reduce.version}: ${why}` });
+    // Already out of the cohort (or the run finished): leave it out of this round all the same.
+    this.#dropFromReduce(rank);
+  }
+
+  /**
+   * Completes the round once every surviving member's snapshot is in on both channels (the
+   * control channel can trail the data channel: the coordinator closes each window at its
+   * SnapshotReady).
+   */
+  #maybeClose(reduce: HostReduce): void {
+    if (reduce.abandoned || reduce.closing || reduce.members.size === 0) return;
+    for (const rank of reduce.members) {
+      if (!reduce.received.has(rank) || !reduce.snapshots.has(rank)) return;
+    }
+    reduce.closing = true;
+    this.#completeReduce(reduce).catch((error: unknown) => this.options.onError?.(error));
+  }
+
+  async #completeReduce(reduce: HostReduce): Promise<void> {
+    const accepted = [...reduce.members].sort((left, right) => left - right);
     const root = new MassAccumulator();
     const masses: Record<number, number> = {};
-    for (const { rank, contribution } of received) {
-      if (contribution.version !== version)
-        throw new Error(`rank ${rank} sent round ${contribution.version}`);
+    for (const rank of accepted) {
+      const contribution = reduce.received.get(rank) as ReceivedContribution;
+      if (contribution.version !== reduce.version)
+        throw new Error(`rank ${rank} sent round ${contribution.version} for round ${reduce.version}`);
       root.add(rank, contribution.tensors);
       masses[rank] = contribution.tensors.find((tensor) => tensor.name.startsWith('p:'))?.mass ?? 0;
     }
-    // The round ends only once every rank's SnapshotReady is in (the control channel can
-    // trail the data channel): the next trigger must see the windows these snapshots closed.
-    const round = this.#round;
-    if (round && round.pending.size > 0) await new Promise<void>((resolve) => (round.ready = resolve));
     const consensus = root.average();
-    if (consensus.length === 0) throw new Error(`round ${version}: no contribution had mass`);
+    if (consensus.length === 0) throw new Error(`round ${reduce.version}: no contribution had mass`);
     const totalMass = Object.values(masses).reduce((sum, mass) => sum + mass, 0);
-    for (const rank of ranks) {
-      const channel = this.server.dataChannelOf(rank);
-      if (consensus.length > 0) await channel?.send(version, consensus);
-      await this.server.send(rank, { type: 'Update', version });
-    }
-    this.#endRound(ranks, masses, totalMass);
-  }
-
-  #endRound(accepted: number[], masses?: Record<number, number>, totalMass?: number): void {
-    const version = this.#round?.version ?? this.#version;
-    this.#round = undefined;
-    const round: HostRound = { version, accepted, ...(masses ? { masses, totalMass } : {}) };
+    // The consensus goes out on the data channels before the coordinator's Update; a rank
+    // dying now is the coordinator's to declare (its Update is never sent).
+    await Promise.all(
+      accepted.map((rank) =>
+        this.server
+          .dataChannelOf(rank)
+          ?.send(reduce.version, consensus)
+          .catch(() => undefined),
+      ),
+    );
+    if (this.#reduce === reduce) this.#reduce = undefined;
+    if (reduce.abandoned) return;
+    const round: HostRound = {
+      version: reduce.version,
+      accepted,
+      masses,
+      totalMass,
+      ...(reduce.dropped.length > 0 ? { dropped: [...reduce.dropped] } : {}),
+    };
     this.rounds.push(round);
     this.options.onRound?.(round);
-    this.#maybeShutdown();
-    this.#maybeStart();
-  }
-
-  #maybeShutdown(): void {
-    if (this.#shutdown || this.#round || this.#exiting.size < this.options.worldSize) return;
-    this.#shutdown = true;
-    void this.server.broadcast({ type: 'Shutdown' }).catch(() => undefined);
+    this.feed({ type: 'ReduceCompleted', version: reduce.version, accepted });
   }
 }

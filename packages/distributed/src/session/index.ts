@@ -1,8 +1,10 @@
 // session: the rank's averaging session and the launcher-side averaging driver.
-export { CoordinatorHost, type CoordinatorHostOptions } from './coordinator-driver.js';
-export { AveragingHost, type AveragingHostOptions, type HostRound } from './coordinator-host.js';
+export { AveragingHost, type AveragingHostOptions } from './averaging-host.js';
+export { CoordinatorHost, type CoordinatorHostOptions } from './coordinator-host.js';
+export type { HostRound } from './host-round.js';
 export {
   type AveragedEvent,
+  collectiveBackendFor,
   DistributedSession,
   isCollectiveMode,
   PROCESS_GROUP_PORT_ENV,

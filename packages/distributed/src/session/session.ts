@@ -1,5 +1,12 @@
 import type { Module } from '@flodl/nn';
-import { createProcessGroup, FlodlError, invalidArgument, type ProcessGroup } from '@flodl/tensor-native';
+import {
+  createProcessGroup,
+  type Device,
+  type DistributedBackend,
+  FlodlError,
+  invalidArgument,
+  type ProcessGroup,
+} from '@flodl/tensor-native';
 import { type HostTensor, windowMass } from '../averaging/host.js';
 import {
   applyConsensus,
@@ -11,8 +18,9 @@ import { LAUNCH_MODES, type LaunchMode } from '../launcher/options.js';
 import { RankClient } from '../rank/client.js';
 import { ControlClient } from '../wire/client.js';
 import type { DataChannel } from '../wire/data-channel.js';
-import type { CoordinatorMessage } from '../wire/messages.js';
+import type { CoordinatorMessage, NewNcclSession, SaveReason } from '../wire/messages.js';
 import { resolveRunSecret } from '../wire/secret.js';
+import { decodeRendezvous, encodeRendezvous, freePortOn } from './rendezvous.js';
 
 /** Environment variable with the process group's rendezvous port (collective modes). */
 export const PROCESS_GROUP_PORT_ENV = 'FLODL_PG_PORT';
@@ -20,6 +28,20 @@ export const PROCESS_GROUP_PORT_ENV = 'FLODL_PG_PORT';
 /** True for the modes that average through a device collective (Gloo on CPU). */
 export function isCollectiveMode(mode: LaunchMode): boolean {
   return mode === 'NcclSync' || mode === 'NcclCadence';
+}
+
+/**
+ * The process-group backend and device for `model`'s parameters: `nccl` on their CUDA device,
+ * `gloo` on the CPU (a model without parameters averages nothing on the CPU).
+ */
+export function collectiveBackendFor(model: Module): { backend: DistributedBackend; device: Device } {
+  const device = model.parameters()[0]?.device ?? 'cpu';
+  return device === 'cpu' ? { backend: 'gloo', device } : { backend: 'nccl', device };
+}
+
+/** What a collective failure looks like when a peer died or stalled (the group is unusable after it). */
+function isPeerFailure(error: unknown): boolean {
+  return FlodlError.isInstance(error) && ['ERR_RANK_FAILED', 'ERR_TIMEOUT', 'ERR_IO'].includes(error.code);
 }
 
 /** Options of {@link DistributedSession.join}; unset values come from the launcher's environment. */
@@ -32,9 +54,18 @@ export interface SessionOptions {
   easgdAlpha?: number;
   /** Collective modes: rendezvous port. Default `FLODL_PG_PORT`. */
   processGroupPort?: number;
+  /**
+   * Collective modes: the rendezvous host (rank 0's address) of the process group, and where
+   * the lowest survivor hosts the new one after a death. Default `'127.0.0.1'` (one host).
+   */
+  processGroupHost?: string;
   /** Bound on every wait (collective, consensus, shutdown), ms. Default 60 000. */
   timeoutMs?: number;
-  /** Receives coordinator messages the session does not handle itself (StartEpoch, roles…). */
+  /**
+   * Receives the coordinator messages the training loop acts on: `StartEpoch`,
+   * `ExtendPartition` (a dead rank's leftover samples), roles, `SetGlobalStep`, `DeclareDead`,
+   * `NewNcclSession` (after the group was re-formed), `Shutdown` / `ShutdownWithSave`.
+   */
   onControl?: (message: CoordinatorMessage) => void;
   /** Called right before this rank's state enters an averaging round. */
   onBeforeAverage?: (round: { version: number; steps: number; mass: number }) => void;
@@ -80,6 +111,14 @@ const OP = 'DistributedSession';
  * `Update` (CpuSync / CpuCadence wait for it; CpuAsync keeps training and EASGD-blends it in
  * when it arrives).
  *
+ * Deaths: in host modes the coordinator host completes a round with the survivors and the
+ * session goes on. In collective modes a collective that fails on a dead peer leaves the model
+ * as it was; the session aborts the group, and on the coordinator's `NewNcclSession` joins the
+ * survivors' new group (new dense ranks in ascending global order, a fresh rendezvous minted
+ * by the lowest survivor on `RequestNewNcclId`). When the run cannot go on the coordinator
+ * sends `ShutdownWithSave`: `stopped` turns true and `saveRequested` names the reason on the
+ * rank that must persist its state.
+ *
  * @example
  * ```ts
  * const session = await DistributedSession.join(model);
@@ -90,13 +129,20 @@ const OP = 'DistributedSession';
 export class DistributedSession {
   /** Version of the last applied round. */
   version = 0;
-  /** True once the coordinator sent `Shutdown`. */
+  /** True once the coordinator sent `Shutdown` or `ShutdownWithSave`. */
   stopped = false;
+  /** Set when the coordinator asked this rank to save its state before exiting (`ShutdownWithSave`). */
+  saveRequested: SaveReason | undefined;
+  /** Collective modes: process groups formed after deaths. */
+  reformations = 0;
   #stepCount = 0;
   #windowSteps = 0;
   #lastReport = performance.now();
   #backlog: CoordinatorMessage[] = [];
   #finished = false;
+  #group: ProcessGroup | undefined;
+  /** Why joining the survivors' group failed (thrown at the next SyncNow). */
+  #reformFailure: unknown;
 
   private constructor(
     readonly model: Module,
@@ -104,11 +150,18 @@ export class DistributedSession {
     readonly rank: number,
     readonly worldSize: number,
     readonly control: RankClient,
-    readonly group: ProcessGroup | undefined,
+    group: ProcessGroup | undefined,
     readonly data: DataChannel | undefined,
     private readonly options: SessionOptions,
     private readonly timeoutMs: number,
-  ) {}
+  ) {
+    this.#group = group;
+  }
+
+  /** Collective modes: the live process group (undefined while it is being re-formed). */
+  get group(): ProcessGroup | undefined {
+    return this.#group;
+  }
 
   /**
    * Joins the run this process was launched into (`FLODL_RANK`, `FLODL_WORLD_SIZE`,
@@ -169,7 +222,13 @@ export class DistributedSession {
       if (!Number.isInteger(port) || port < 1) {
         throw invalidArgument(`${OP}.join`, PROCESS_GROUP_PORT_ENV, 'a port for the process group', port);
       }
-      group = createProcessGroup({ backend: 'gloo', rank, worldSize, port, timeoutMs });
+      group = joinGroup(model, {
+        rank,
+        worldSize,
+        host: options.processGroupHost ?? '127.0.0.1',
+        port,
+        timeoutMs,
+      });
     }
     // Formation: wait until the coordinator has every rank (its first StartEpoch or SetGlobalStep).
     const formed = control.waitFor(
@@ -213,7 +272,13 @@ export class DistributedSession {
   /** Follows every control message that arrived (a step point without a step). */
   async drain(): Promise<void> {
     const messages = [...this.#backlog.splice(0), ...this.control.poll()];
-    for (const message of messages) await this.#handle(message);
+    // A SyncNow followed by a DeclareDead belongs to a round the coordinator aborted.
+    let lastDeath = -1;
+    for (const [index, message] of messages.entries()) if (message.type === 'DeclareDead') lastDeath = index;
+    for (const [index, message] of messages.entries()) {
+      if (message.type === 'SyncNow' && index < lastDeath) continue;
+      await this.#handle(message);
+    }
   }
 
   /**
@@ -240,7 +305,7 @@ export class DistributedSession {
       }
     } finally {
       this.data?.close();
-      this.group?.destroy();
+      this.#group?.destroy();
       await this.control.close();
     }
   }
@@ -256,13 +321,63 @@ export class DistributedSession {
       case 'Update':
         await this.#update(message.version);
         return;
-      case 'Shutdown':
       case 'ShutdownWithSave':
+        this.saveRequested = message.reason;
         this.stopped = true;
+        this.options.onControl?.(message);
+        return;
+      case 'Shutdown':
+        this.stopped = true;
+        this.options.onControl?.(message);
+        return;
+      case 'DeclareDead':
+        // The group includes a dead rank: every later collective on it would fail or hang.
+        this.#group?.abort();
+        this.#group = undefined;
+        this.options.onControl?.(message);
+        return;
+      case 'RequestNewNcclId':
+        await this.#mintRendezvous();
+        return;
+      case 'NewNcclSession':
+        this.#reform(message);
         this.options.onControl?.(message);
         return;
       default:
         this.options.onControl?.(message);
+    }
+  }
+
+  /** The lowest survivor: a fresh rendezvous on this host, where it will be the new rank 0. */
+  async #mintRendezvous(): Promise<void> {
+    const host = this.options.processGroupHost ?? '127.0.0.1';
+    const port = await freePortOn(host);
+    this.control.send({ type: 'NewNcclIdGenerated', uidBytes: encodeRendezvous({ host, port }) });
+  }
+
+  /** Joins the survivors' new group; a failure surfaces at the next SyncNow. */
+  #reform(message: NewNcclSession): void {
+    this.#group?.abort();
+    this.#group = undefined;
+    const rendezvous = decodeRendezvous(message.uidBytes);
+    try {
+      if (!rendezvous) {
+        throw new FlodlError('ERR_WIRE', 'NewNcclSession carries no host:port rendezvous', {
+          op: `${OP}.reform`,
+          expected: 'host:port',
+          got: new TextDecoder().decode(message.uidBytes),
+        });
+      }
+      this.#group = joinGroup(this.model, {
+        rank: message.newRank,
+        worldSize: message.newWorldSize,
+        ...rendezvous,
+        timeoutMs: this.timeoutMs,
+      });
+      this.#reformFailure = undefined;
+      this.reformations += 1;
+    } catch (error) {
+      this.#reformFailure = error;
     }
   }
 
@@ -275,11 +390,27 @@ export class DistributedSession {
   }
 
   #syncNow(): void {
-    if (!this.group)
+    if (!isCollectiveMode(this.mode))
       throw new FlodlError('ERR_INVALID_ARGUMENT', `SyncNow in host mode ${this.mode}`, { op: OP });
+    const group = this.#group;
+    if (!group) {
+      if (this.#reformFailure !== undefined) throw this.#reformFailure;
+      return; // the group died with a peer: this round was aborted, a re-formation is coming
+    }
     const version = this.version + 1;
     const { steps, mass } = this.#openWindow(version);
-    const result: CollectiveResult = collectiveAverage(this.group, this.model, mass);
+    let result: CollectiveResult;
+    try {
+      result = collectiveAverage(group, this.model, mass);
+    } catch (error) {
+      if (!isPeerFailure(error)) throw error;
+      // The model is as it was (the collective writes it only at the end): reopen the window,
+      // drop the group, and wait for the coordinator's DeclareDead and re-formation.
+      this.#windowSteps += steps;
+      group.abort();
+      this.#group = undefined;
+      return;
+    }
     this.version = version;
     this.control.syncAck({
       stepCount: this.#stepCount,
@@ -315,6 +446,15 @@ export class DistributedSession {
         return;
       }
       this.#backlog.push(...messages);
+      // The run ends without this round (a save-and-exit after deaths): stop waiting for it.
+      const end = this.#backlog.findIndex(
+        (message) => message.type === 'Shutdown' || message.type === 'ShutdownWithSave',
+      );
+      if (end >= 0) {
+        const [message] = this.#backlog.splice(end, 1);
+        await this.#handle(message as CoordinatorMessage);
+        return;
+      }
       if (Date.now() > deadline) {
         throw new FlodlError('ERR_TIMEOUT', `no Update for round ${version} within ${this.timeoutMs} ms`, {
           op: OP,
@@ -363,6 +503,15 @@ export class DistributedSession {
       });
     return this.data;
   }
+}
+
+/** A process group on the backend of `model`'s device (nccl on CUDA, gloo on the CPU). */
+function joinGroup(
+  model: Module,
+  where: { rank: number; worldSize: number; host: string; port: number; timeoutMs: number },
+): ProcessGroup {
+  const { backend, device } = collectiveBackendFor(model);
+  return createProcessGroup({ backend, ...where, ...(backend === 'nccl' ? { device } : {}) });
 }
 
 function sleep(ms: number): Promise<void> {

@@ -6,6 +6,7 @@ import {
   type EpochMetrics,
   type EpochPlan,
   INTENTS,
+  MAX_SESSION_ID_BYTES,
   MessageKind,
   type MessageType,
   SAVE_REASONS,
@@ -15,6 +16,7 @@ import {
 } from './messages.js';
 import {
   bytes,
+  bytesUpTo,
   count,
   type FieldCodec,
   type FieldFailure,
@@ -105,6 +107,11 @@ const SPECS: SpecTable = {
   CoordHeartbeat: { group: 'coordinator', fields: {} },
   ExtendPartition: { group: 'coordinator', fields: { epoch: count, offset: count, size: count } },
   DeclareDead: { group: 'coordinator', fields: { rank: u32 } },
+  RequestNewNcclId: { group: 'coordinator', fields: {} },
+  NewNcclSession: {
+    group: 'coordinator',
+    fields: { uidBytes: bytesUpTo(MAX_SESSION_ID_BYTES), newRank: u32, newWorldSize: positive },
+  },
 
   Batch: {
     group: 'rank',
@@ -160,6 +167,7 @@ const SPECS: SpecTable = {
   Exiting: { group: 'rank', fields: {} },
   SnapshotReady: { group: 'rank', fields: { version: count } },
   EpochFnElapsed: { group: 'rank', fields: { epoch: count, elapsedMs: nonNegative } },
+  NewNcclIdGenerated: { group: 'rank', fields: { uidBytes: bytesUpTo(MAX_SESSION_ID_BYTES) } },
 
   ContributionBegin: { group: 'data', fields: { version: count, tensorCount } },
   TensorBegin: {

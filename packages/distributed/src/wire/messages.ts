@@ -32,6 +32,8 @@ export const MessageKind = {
   CoordHeartbeat: 0x020e,
   ExtendPartition: 0x020f,
   DeclareDead: 0x0210,
+  RequestNewNcclId: 0x0211,
+  NewNcclSession: 0x0212,
 
   Batch: 0x0301,
   SyncAck: 0x0302,
@@ -44,6 +46,7 @@ export const MessageKind = {
   Exiting: 0x0309,
   SnapshotReady: 0x030a,
   EpochFnElapsed: 0x030b,
+  NewNcclIdGenerated: 0x030c,
 
   ContributionBegin: 0x0401,
   TensorBegin: 0x0402,
@@ -280,6 +283,29 @@ export interface DeclareDead {
   rank: number;
 }
 
+/** Largest rendezvous token of a process-group re-formation (floDl: a 128-byte NCCL unique id). */
+export const MAX_SESSION_ID_BYTES = 128;
+
+/**
+ * Collective modes, after a death: you are the lowest survivor; mint the rendezvous of the
+ * survivors' new process group and answer `NewNcclIdGenerated`.
+ */
+export interface RequestNewNcclId {
+  type: 'RequestNewNcclId';
+}
+
+/**
+ * Collective modes, after a death: leave the old process group and join the survivors' new
+ * one as `newRank` of `newWorldSize` (survivors in ascending global rank order).
+ */
+export interface NewNcclSession {
+  type: 'NewNcclSession';
+  /** The rendezvous token the lowest survivor minted (opaque to the coordinator). */
+  uidBytes: Uint8Array;
+  newRank: number;
+  newWorldSize: number;
+}
+
 /** Everything the coordinator sends a rank on the control channel. */
 export type CoordinatorMessage =
   | StartEpoch
@@ -297,7 +323,9 @@ export type CoordinatorMessage =
   | ShutdownWithSave
   | CoordHeartbeat
   | ExtendPartition
-  | DeclareDead;
+  | DeclareDead
+  | RequestNewNcclId
+  | NewNcclSession;
 
 // ---------------------------------------------------------------------------------------
 // Rank → coordinator
@@ -414,6 +442,12 @@ export interface EpochFnElapsed {
   elapsedMs: number;
 }
 
+/** Answer to `RequestNewNcclId`: the rendezvous token of the survivors' new process group. */
+export interface NewNcclIdGenerated {
+  type: 'NewNcclIdGenerated';
+  uidBytes: Uint8Array;
+}
+
 /** Everything a rank sends the coordinator on the control channel. */
 export type RankMessage =
   | Batch
@@ -426,7 +460,8 @@ export type RankMessage =
   | Metrics
   | Exiting
   | SnapshotReady
-  | EpochFnElapsed;
+  | EpochFnElapsed
+  | NewNcclIdGenerated;
 
 // ---------------------------------------------------------------------------------------
 // Data channel

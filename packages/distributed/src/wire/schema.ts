@@ -79,6 +79,20 @@ export function bytes(length: number): FieldCodec<Uint8Array> {
   };
 }
 
+/** Between 1 and `maxLength` bytes (an opaque token). Decoding copies them out of the receive buffer. */
+export function bytesUpTo(maxLength: number): FieldCodec<Uint8Array> {
+  const expected = `1 to ${maxLength} bytes`;
+  const accepts = (value: unknown): value is Uint8Array =>
+    value instanceof Uint8Array && value.length >= 1 && value.length <= maxLength;
+  return {
+    expected,
+    optional: false,
+    encode: (value, path, fail) => (accepts(value) ? value : fail(path, expected, value)),
+    // A plain Uint8Array copy, whatever view the decoder handed out (a Buffer off a socket).
+    decode: (raw, path, fail) => (accepts(raw) ? new Uint8Array(raw) : fail(path, expected, raw)),
+  };
+}
+
 /**
  * One of a fixed list of names, sent as its index (a byte). The list is append-only:
  * existing names keep their index forever.

@@ -1,0 +1,155 @@
+// The averaging steps on the device the model lives on: each case is written once and runs on
+// the CPU and, where there is a GPU, on CUDA.
+import { BatchNorm1d, Linear, type Module } from '@flodl/nn';
+import {
+  createProcessGroup,
+  cuda,
+  type Device,
+  distributed,
+  liveTensorCount,
+  manualSeed,
+  type Tensor,
+  tidy,
+  toBytes,
+} from '@flodl/tensor-native';
+import { describe, expect, it } from 'vitest';
+import {
+  applyConsensus,
+  collectiveAverage,
+  type HostTensor,
+  hostDtype,
+  readFloats,
+  snapshotContribution,
+  writeFloats,
+} from '../src/averaging/index.js';
+import { freePort } from './fixtures/wire-helpers.js';
+
+// The cuda cases need a CUDA build of the addon and a visible GPU; elsewhere they are skipped.
+const NO_CUDA = !cuda.isAvailable();
+const DEVICES: { device: Device; skip: boolean }[] = [
+  { device: 'cpu', skip: false },
+  { device: 'cuda:0', skip: NO_CUDA },
+];
+
+const floats = (tensor: Tensor): number[] =>
+  tidy(() => Array.from(readFloats('float32', toBytes(tensor.float()))));
+const consensusOf = (name: string, shape: number[], values: number[], mass = 1): HostTensor => ({
+  name,
+  dtype: 'float32',
+  shape,
+  mass,
+  bytes: writeFloats('float32', values),
+});
+
+function model(device: Device): Linear {
+  manualSeed(7);
+  return new Linear(3, 2).to(device);
+}
+
+describe.each(DEVICES)('averaging on $device', ({ device, skip }) => {
+  it.skipIf(skip)('snapshots pre-scaled values on the CPU (pinned when they left a GPU)', () => {
+    const linear = model(device);
+    const before = liveTensorCount();
+    const snapshot = snapshotContribution(linear, 2);
+    expect(snapshot.map((entry) => [entry.name, entry.mass])).toEqual([
+      ['p:weight', 2],
+      ['p:bias', 2],
+    ]);
+    for (const entry of snapshot) {
+      expect(entry.tensor.device).toBe('cpu');
+      expect(entry.tensor.dtype).toBe('float32');
+      if (device !== 'cpu') expect(entry.tensor.isPinned).toBe(true);
+    }
+    const weight = snapshot[0]?.tensor as Tensor;
+    expect(floats(weight)).toEqual(floats(linear.weight).map((value) => Math.fround(value * 2)));
+    for (const entry of snapshot) entry.tensor.dispose();
+    expect(liveTensorCount()).toBe(before);
+  });
+
+  it.skipIf(skip)('writes a consensus back in place, on the parameter device and dtype', () => {
+    const linear = model(device);
+    const weight = linear.weight;
+    const before = liveTensorCount();
+    applyConsensus(linear, [consensusOf('p:weight', [2, 3], [1, 2, 3, 4, 5, 6])]);
+    expect(linear.weight).toBe(weight);
+    expect([weight.device, weight.dtype, weight.requiresGrad, weight.isLeaf]).toEqual([
+      device,
+      'float32',
+      true,
+      true,
+    ]);
+    expect(floats(weight)).toEqual([1, 2, 3, 4, 5, 6]);
+    // EASGD blends on the device: (1 − α)·W + α·W_avg
+    applyConsensus(linear, [consensusOf('p:weight', [2, 3], [3, 2, 1, 0, 5, -6])], { easgdAlpha: 0.5 });
+    expect(floats(weight)).toEqual([2, 2, 2, 2, 5, 0]);
+    expect(weight.device).toBe(device);
+    expect(weight.gradFn).toBeNull();
+    expect(liveTensorCount()).toBe(before);
+  });
+
+  it.skipIf(skip)('ships half-precision state as float32 and casts the consensus back', () => {
+    const linear = model(device).to('bfloat16');
+    const snapshot = snapshotContribution(linear, 3);
+    expect(snapshot.map((entry) => entry.tensor.dtype)).toEqual(['float32', 'float32']);
+    expect(floats(snapshot[1]?.tensor as Tensor)).toEqual(
+      floats(linear.bias as Tensor).map((value) => value * 3),
+    );
+    for (const entry of snapshot) entry.tensor.dispose();
+    applyConsensus(linear, [consensusOf('p:bias', [2], [0.5, -1.25])]);
+    expect([linear.bias?.dtype, linear.bias?.device]).toEqual(['bfloat16', device]);
+    expect(floats(linear.bias as Tensor)).toEqual([0.5, -1.25]);
+    expect(hostDtype('float64')).toBe('float64');
+    expect(hostDtype('float16')).toBe('float32');
+  });
+
+  it.skipIf(skip)('averages float buffers and leaves integer buffers local', () => {
+    const norm = new BatchNorm1d(2).to(device);
+    const snapshot = snapshotContribution(norm, 4);
+    expect(snapshot.map((entry) => [entry.name, entry.mass])).toEqual([
+      ['p:weight', 4],
+      ['p:bias', 4],
+      ['b:running_mean', 1],
+      ['b:running_var', 1],
+    ]);
+    for (const entry of snapshot) entry.tensor.dispose();
+    applyConsensus(norm, [consensusOf('b:running_var', [2], [2, 3])]);
+    const variance = (norm as Module).namedBuffers();
+    const runningVar = [...variance].find(([name]) => name === 'running_var')?.[1] as Tensor;
+    expect([runningVar.device, floats(runningVar)]).toEqual([device, [2, 3]]);
+  });
+
+  const backend = device === 'cpu' ? 'gloo' : 'nccl';
+  it.skipIf(skip || !distributed.isAvailable(backend))(
+    `runs the collective path on a one-rank ${backend} group, masses and norms on the device`,
+    async () => {
+      const linear = model(device);
+      const original = floats(linear.weight);
+      const group = createProcessGroup({
+        backend,
+        rank: 0,
+        worldSize: 1,
+        port: await freePort(),
+        timeoutMs: 30_000,
+        ...(backend === 'nccl' ? { device } : {}),
+      });
+      try {
+        const before = liveTensorCount();
+        const result = collectiveAverage(group, linear, 3);
+        expect(liveTensorCount()).toBe(before);
+        expect([result.totalMass, result.steppedRanks]).toEqual([3, 1]);
+        expect(result.divergence).toBeLessThan(1e-6);
+        expect(result.preNorm).toBeCloseTo(result.postNorm, 5);
+        const expectedNorm = Math.sqrt(
+          [...original, ...floats(linear.bias as Tensor)].reduce((sum, value) => sum + value * value, 0),
+        );
+        expect(result.postNorm).toBeCloseTo(expectedNorm, 5);
+        expect(linear.weight.device).toBe(device);
+        floats(linear.weight).forEach((value, index) => {
+          expect(value).toBeCloseTo(original[index] as number, 6);
+        });
+      } finally {
+        group.destroy();
+      }
+    },
+  );
+});

@@ -154,16 +154,16 @@ check('foreach Adam and AdamW (the CUDA default) match the per-parameter update'
             [multi, foreach],
             [single, plain],
           ]) {
-            weights.forEach((weight, k) => weight.setGrad(gradients[k].clone()));
+            for (const [k, weight] of weights.entries()) weight.setGrad(gradients[k].clone());
             optimizer.step();
           }
         }
-        multi.forEach((weight, k) =>
+        for (const [k, weight] of multi.entries()) {
           assert(
             weight.allclose(single[k], { atol: 1e-6, rtol: 1e-5 }),
             `${Kind.name} amsgrad=${amsgrad} differs`,
-          ),
-        );
+          );
+        }
         foreach.dispose();
         plain.dispose();
       }

@@ -2,8 +2,8 @@
 // Per-op dispatch overhead on small tensors (64 floats, 8x8 matrices): flodl from TS versus
 // PyTorch from Python, measured in the same run on the same machine. Lower is better; the
 // ratio is flodl / PyTorch (below 1 means flodl is faster).
-// On CUDA (`--device cuda`) both sides time the host-side cost of launching each op, with a
-// device synchronize before the clock is read; the C++ floor column is CPU-only.
+// On CUDA (`--device cuda`) every side times the host-side cost of launching each op, with a
+// device synchronize before the clock is read.
 //   pnpm bench:dispatch [--device cpu|cuda] [--iterations N] [--python PATH]
 import { spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
@@ -121,7 +121,7 @@ if (device === 'cpu')
       },
     );
     if (build.status === 0) {
-      const run = spawnSync(binary, [String(iterations)], { encoding: 'utf8' });
+      const run = spawnSync(binary, [String(iterations), device], { encoding: 'utf8' });
       if (run.status === 0) floor = JSON.parse(run.stdout);
     } else {
       console.error(`[bench] C++ floor not built: ${(build.stderr ?? '').split('\n')[0]}`);

@@ -1,5 +1,6 @@
 // The C++ floor of the dispatch benchmark: the same ops called from a tight C++ loop on the
 // same libtorch, with no language boundary at all. Prints JSON: op name -> ns per op.
+// Arguments: iterations, device (cpu or cuda; on cuda each timing ends with a synchronizing read).
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -13,14 +14,20 @@
 
 int main(int argc, char** argv) {
   const long iterations = argc > 1 ? std::atol(argv[1]) : 200000;
+  const bool cuda = argc > 2 && std::string(argv[2]) != "cpu";
+  const at::Device device = cuda ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
   at::set_num_threads(1);
   at::manual_seed(0);
-  const at::Tensor x = at::rand({64});
-  const at::Tensor y = at::rand({64});
-  const at::Tensor m = at::rand({8, 8});
-  const at::Tensor n = at::rand({8, 8});
-  const at::Tensor index = at::arange(1, 6, 2, at::kLong);
-  const at::Tensor w = at::rand({64}).set_requires_grad(true);
+  const at::Tensor x = at::rand({64}).to(device);
+  const at::Tensor y = at::rand({64}).to(device);
+  const at::Tensor m = at::rand({8, 8}).to(device);
+  const at::Tensor n = at::rand({8, 8}).to(device);
+  const at::Tensor index = at::arange(1, 6, 2, at::kLong).to(device);
+  const at::Tensor w = at::rand({64}).to(device).set_requires_grad(true);
+  // Waits for the queued kernels (a read orders after them on the stream); nothing on the CPU.
+  const auto sync = [&] {
+    if (cuda) (void)x.sum().item<float>();
+  };
   std::vector<std::pair<std::string, std::function<at::Tensor()>>> cases = {
       {"add", [&] { return at::add(x, y); }},
       {"mul", [&] { return at::mul(x, y); }},
@@ -37,10 +44,12 @@ int main(int argc, char** argv) {
   for (size_t k = 0; k < cases.size(); ++k) {
     auto& fn = cases[k].second;
     for (int warm = 0; warm < 2000; ++warm) fn();
+    sync();
     double best = 1e30;
     for (int round = 0; round < 3; ++round) {
       const auto start = std::chrono::steady_clock::now();
       for (long i = 0; i < iterations; ++i) fn();
+      sync();
       const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
       if (ns / iterations < best) best = ns / iterations;
     }

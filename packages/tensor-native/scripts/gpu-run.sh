@@ -20,7 +20,9 @@ echo "node $(node --version); $(nvidia-smi -L 2>/dev/null | wc -l) GPU(s)"
 
 addon=packages/tensor-native/build/Release/flodl_tensor_native.node
 sources="$(cd packages/tensor-native && cat native/* binding.gyp scripts/build-addon.mjs scripts/libtorch.mjs | sha256sum | cut -c1-16)"
-if [ -f .device/cuda-addon.node ] && [ "$(cat .device/cuda-addon.sha 2>/dev/null)" = "$sources" ]; then
+if [ -f "$addon" ] && [ "$(cat "$addon.sha" 2>/dev/null)" = "$sources" ]; then
+  echo "addon: already built here for sources $sources"
+elif [ -f .device/cuda-addon.node ] && [ "$(cat .device/cuda-addon.sha 2>/dev/null)" = "$sources" ]; then
   mkdir -p "$(dirname "$addon")" && cp .device/cuda-addon.node "$addon"
   echo "addon: prebuilt for sources $sources"
 else
@@ -29,6 +31,7 @@ else
     NODE_HEADERS_DIR="$root/.device/node-include" NODE_ADDON_API_DIR="$root/.device/napi" \
       FLODL_BUILD_JOBS="${FLODL_BUILD_JOBS:-$(nproc)}" node scripts/build-addon.mjs --direct --force) || exit 1
   echo "addon: built in $((SECONDS - started)) s"
+  echo "$sources" > "$addon.sha"
   if [ -n "${OUT:-}" ]; then cp "$addon" "$OUT/cuda-addon.node" && echo "$sources" > "$OUT/cuda-addon.sha"; fi
 fi
 # Packages import each other by name.

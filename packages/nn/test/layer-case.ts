@@ -86,8 +86,22 @@ function outputOf(result: unknown, key: string): Tensor | undefined {
  * are skipped: CUDA's generator draws other numbers than the CPU one PyTorch's goldens used.
  */
 export function layerTest(testCase: LayerCase): ReturnType<typeof it.skipIf> {
-  return it.skipIf(onDevice && testCase.train && /dropout/i.test(testCase.name));
+  return it.skipIf(
+    onDevice &&
+      ((testCase.train && /dropout/i.test(testCase.name)) || NOT_ON_CUDA[testCase.name] !== undefined),
+  );
 }
+
+/**
+ * Goldens libtorch's CUDA kernels do not reproduce, with the reason (our binding passes the
+ * same call to both; the CPU tier holds these cases).
+ */
+const NOT_ON_CUDA: Record<string, string> = {
+  'Embedding max_norm':
+    "libtorch's CUDA renorm takes pow() of signed values for a fractional normType (a NaN norm leaves the row unscaled)",
+  'EmbeddingBag max_norm':
+    "libtorch 1.13's CPU scaleGradByFreq divides a row seen once by another row's count (the golden); CUDA's kernel divides by the true count",
+};
 
 /**
  * Runs one case; leaves no tensor behind. The layer is built and its initialisation checked on

@@ -122,7 +122,11 @@ if (device === 'cpu')
     );
     if (build.status === 0) {
       const run = spawnSync(binary, [String(iterations), device], { encoding: 'utf8' });
-      if (run.status === 0) floor = JSON.parse(run.stdout);
+      if (run.status === 0) floor = JSON.parse(run.stdout.trim().split('\n').pop());
+      else
+        console.error(
+          `[bench] C++ floor failed (${run.status ?? run.signal}): ${(run.stderr ?? '').trim().split('\n').pop()}`,
+        );
     } else {
       console.error(`[bench] C++ floor not built: ${(build.stderr ?? '').split('\n')[0]}`);
     }

@@ -3,6 +3,7 @@
 // whole group, PyTorch's default for CUDA parameters). Builds without them do not register
 // these entries; @flodl/nn checks `aten.has(...)` and falls back to per-parameter ops.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/version.h>
 
 #include "call.h"

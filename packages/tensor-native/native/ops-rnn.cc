@@ -2,6 +2,7 @@
 // Arguments are validated in TypeScript (@flodl/autograd functional/recurrent*.ts and
 // attention.ts); here they are only read and handed to ATen.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/version.h>
 
 #include <cmath>

@@ -161,7 +161,7 @@ function expectClose(actual: Float32Array | Float64Array, expected: ArrayLike<nu
 /** What the ranks' randn inputs were, regenerated here with the same seeds. */
 function seeded(seed: number, shape: number[], dtype: 'float32' | 'float64'): Float32Array | Float64Array {
   manualSeed(seed);
-  return tidy(() => randn(shape, { dtype }).toTypedArray() as Float32Array | Float64Array);
+  return tidy(() => randn(shape, { dtype, device: 'cpu' }).toTypedArray() as Float32Array | Float64Array);
 }
 
 function checkCollectives(results: any[], worldSize: number): void {
@@ -520,7 +520,7 @@ describe.skipIf(!distributed.isAvailable('nccl') || cuda.deviceCount() < 2)(
     it('refuses CPU tensors with ERR_DEVICE', async () => {
       const pg = createProcessGroup({ backend: 'nccl', rank: 0, worldSize: 1, port: await freePort() });
       try {
-        const error = caught(() => pg.allReduce(Tensor.from([1, 2])));
+        const error = caught(() => pg.allReduce(Tensor.from([1, 2], undefined, { device: 'cpu' })));
         expect(error.code).toBe('ERR_DEVICE');
         expect(error.got).toBe('tensors on cpu');
       } finally {

@@ -98,41 +98,40 @@ else console.error(`[bench] PyTorch reference failed: ${run.stderr.trim().split(
 
 // The C++ floor: the same ops from a C++ loop on the same libtorch (built here when g++ is present).
 let floor = null;
-if (device === 'cpu')
-  try {
-    const { findLibtorch, gypField } = await import(join(here, '..', 'scripts', 'libtorch.mjs'));
-    const config = findLibtorch();
-    const binary = join(here, '..', 'build', 'dispatch-floor');
-    const flags = [
-      '-std=c++17',
-      '-O2',
-      ...gypField(config, 'includes')
-        .split(' ')
-        .map((dir) => `-I${dir}`),
-      ...gypField(config, 'defines')
-        .split(' ')
-        .map((define) => `-D${define}`),
-    ];
-    const build = spawnSync(
-      'g++',
-      [...flags, join(here, 'floor.cc'), '-o', binary, ...gypField(config, 'ldflags').split(' ')],
-      {
-        encoding: 'utf8',
-      },
-    );
-    if (build.status === 0) {
-      const run = spawnSync(binary, [String(iterations), device], { encoding: 'utf8' });
-      if (run.status === 0) floor = JSON.parse(run.stdout.trim().split('\n').pop());
-      else
-        console.error(
-          `[bench] C++ floor failed (${run.status ?? run.signal}): ${(run.stderr ?? '').trim().split('\n').pop()}`,
-        );
-    } else {
-      console.error(`[bench] C++ floor not built: ${(build.stderr ?? '').split('\n')[0]}`);
-    }
-  } catch (error) {
-    console.error(`[bench] C++ floor skipped: ${error instanceof Error ? error.message : error}`);
+try {
+  const { findLibtorch, gypField } = await import(join(here, '..', 'scripts', 'libtorch.mjs'));
+  const config = findLibtorch();
+  const binary = join(here, '..', 'build', 'dispatch-floor');
+  const flags = [
+    '-std=c++17',
+    '-O2',
+    ...gypField(config, 'includes')
+      .split(' ')
+      .map((dir) => `-I${dir}`),
+    ...gypField(config, 'defines')
+      .split(' ')
+      .map((define) => `-D${define}`),
+  ];
+  const build = spawnSync(
+    'g++',
+    [...flags, join(here, 'floor.cc'), '-o', binary, ...gypField(config, 'ldflags').split(' ')],
+    {
+      encoding: 'utf8',
+    },
+  );
+  if (build.status === 0) {
+    const run = spawnSync(binary, [String(iterations), device], { encoding: 'utf8' });
+    if (run.status === 0) floor = JSON.parse(run.stdout.trim().split('\n').pop());
+    else
+      console.error(
+        `[bench] C++ floor failed (${run.status ?? run.signal}): ${(run.stderr ?? '').trim().split('\n').pop()}`,
+      );
+  } else {
+    console.error(`[bench] C++ floor not built: ${(build.stderr ?? '').split('\n')[0]}`);
   }
+} catch (error) {
+  console.error(`[bench] C++ floor skipped: ${error instanceof Error ? error.message : error}`);
+}
 
 const info = flodl.buildInfo();
 console.log(

@@ -184,10 +184,24 @@ export class MultiheadAttention extends Module<
         const perHead = probabilities.reshape(batch, this.numHeads, targetLength, sourceLength);
         weights = averageAttnWeights ? perHead.sum(1).div(this.numHeads) : perHead;
       } else {
-        attended = scaledDotProductAttention(q, k, v, {
-          ...(mask === undefined ? {} : { attnMask: mask }),
-          dropoutP: training ? this.dropout : 0,
-        });
+        // (N, H, L, d) views, as PyTorch's functional form passes them: the fused attention
+        // kernels (flash, memory-efficient) take 4-d inputs only.
+        const split = (tensor: Tensor, length: number) =>
+          tensor.reshape(batch, this.numHeads, length, this.headDim);
+        attended = scaledDotProductAttention(
+          split(q, targetLength),
+          split(k, sourceLength),
+          split(v, sourceLength),
+          {
+            ...(mask === undefined
+              ? {}
+              : {
+                  attnMask:
+                    mask.ndim === 3 ? mask.reshape(batch, this.numHeads, mask.shape[1]!, sourceLength) : mask,
+                }),
+            dropoutP: training ? this.dropout : 0,
+          },
+        ).reshape(batch * this.numHeads, targetLength, this.headDim);
       }
       const merged = attended
         .transpose(0, 1)

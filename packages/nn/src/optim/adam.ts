@@ -116,6 +116,20 @@ function adamUpdate(param: Tensor, grad: Tensor, state: AdamState, group: AdamGr
   param.addcdiv_(state.expAvg, denominator, -stepSize);
 }
 
+/** A group's tensors as the multi-tensor kernels take them: params, grads, both moments, the maxima (amsgrad). */
+function groupTensors(
+  items: readonly StepItem<AdamState>[],
+  amsgrad: boolean,
+): [Tensor[], Tensor[], Tensor[], Tensor[], Tensor[] | undefined] {
+  return [
+    items.map(({ param }) => param),
+    items.map(({ grad }) => grad),
+    items.map(({ state }) => state.expAvg),
+    items.map(({ state }) => state.expAvgSq),
+    amsgrad ? items.map(({ state }) => state.maxExpAvgSq!) : undefined,
+  ];
+}
+
 /**
  * @internal What Adam and AdamW share: options, state, and the step up to weight decay, which
  * each applies its own way in `decay`.
@@ -163,29 +177,12 @@ export abstract class AdamBase extends Optimizer<AdamGroupOptions, AdamState> {
       }
     }
     tidy(() => {
-      const [beta1, beta2] = group.betas;
       // The kernel reads this step's number (counted before the call, as PyTorch's _fused_adam
       // does) from float32 scalar tensors; the state keeps the count itself.
       const steps = items.map(({ param, state }) =>
         full([], state.step + 1, { dtype: 'float32', device: param.device }),
       );
-      aten.call(
-        'fusedAdam',
-        items.map(({ param }) => param),
-        items.map(({ grad }) => grad),
-        items.map(({ state }) => state.expAvg),
-        items.map(({ state }) => state.expAvgSq),
-        group.amsgrad ? items.map(({ state }) => state.maxExpAvgSq!) : undefined,
-        steps,
-        group.lr,
-        beta1,
-        beta2,
-        group.weightDecay,
-        group.eps,
-        group.amsgrad,
-        group.maximize,
-        this.decoupledWeightDecay,
-      );
+      aten.call('fusedAdam', ...groupTensors(items, group.amsgrad), steps, ...this.#settings(group));
     });
     for (const { state } of items) state.step += 1;
   }
@@ -208,13 +205,17 @@ export abstract class AdamBase extends Optimizer<AdamGroupOptions, AdamState> {
     }
     aten.call(
       'foreachAdam',
-      items.map(({ param }) => param),
-      items.map(({ grad }) => grad),
-      items.map(({ state }) => state.expAvg),
-      items.map(({ state }) => state.expAvgSq),
-      group.amsgrad ? items.map(({ state }) => state.maxExpAvgSq!) : undefined,
+      ...groupTensors(items, group.amsgrad),
       items.map(({ state }) => -group.lr / (1 - beta1 ** state.step)),
       items.map(({ state }) => Math.sqrt(1 - beta2 ** state.step)),
+      ...this.#settings(group),
+    );
+  }
+
+  /** The scalar arguments the multi-tensor kernels take after their lists. */
+  #settings(group: AdamGroupOptions): [number, number, number, number, number, boolean, boolean, boolean] {
+    const [beta1, beta2] = group.betas;
+    return [
       group.lr,
       beta1,
       beta2,
@@ -223,7 +224,7 @@ export abstract class AdamBase extends Optimizer<AdamGroupOptions, AdamState> {
       group.amsgrad,
       group.maximize,
       this.decoupledWeightDecay,
-    );
+    ];
   }
 
   protected stepParameter(

@@ -1,11 +1,22 @@
 // Pieces the transformer layers share: their options, the feed-forward activation, the checks of
-// sequences and masks, and the stack of deep-copied layers.
+// sequences and masks, the base of the encoder and decoder layers, and the stack of deep-copied layers.
 import { gelu, relu } from '@flodl/autograd';
-import { describeValue, FlodlError, invalidArgument, isFloatingPoint, Tensor } from '@flodl/tensor-native';
+import {
+  describeValue,
+  FlodlError,
+  invalidArgument,
+  isFloatingPoint,
+  Tensor,
+  tidy,
+} from '@flodl/tensor-native';
 import { cloneModule } from '../clone.js';
 import { ModuleList } from '../containers.js';
 import { Module } from '../module.js';
+import { MultiheadAttention } from './attention.js';
 import { checkLayerOptions, positiveInteger } from './common.js';
+import { Dropout } from './dropout.js';
+import { Linear } from './linear.js';
+import { LayerNorm } from './normalization.js';
 
 /**
  * The activation of the feed-forward network: `'relu'`, `'gelu'` (exact, not tanh), a function
@@ -240,4 +251,163 @@ export function optionalNorm(op: string, norm: unknown): Module<[Tensor], Tensor
   if (!(norm instanceof Module))
     throw invalidArgument(op, 'norm', 'a Module (a LayerNorm), null or undefined', norm);
   return norm as Module<[Tensor], Tensor>;
+}
+
+/** @internal The masks of one attention block; null and undefined mean none. */
+export interface BlockMasks {
+  attnMask: Tensor | null | undefined;
+  keyPaddingMask: Tensor | null | undefined;
+  isCausal: boolean | undefined;
+}
+
+/**
+ * @internal What `TransformerEncoderLayer` and `TransformerDecoderLayer` share: the settings, the
+ * children in PyTorch's construction order, and the attention, feed-forward and residual blocks.
+ */
+export abstract class TransformerLayerBase<Inputs extends unknown[]> extends Module<Inputs, Tensor> {
+  readonly dModel: number;
+  readonly nhead: number;
+  readonly dimFeedforward: number;
+  readonly batchFirst: boolean;
+  readonly normFirst: boolean;
+  /** @internal the activation (a registered child too when it is a Module) */
+  readonly _activation: TransformerActivation;
+
+  /**
+   * @param attentionNames the attention children in order (`self_attn`, then the decoder's
+   * `multihead_attn`); they and the feed-forward network each get a norm and a dropout
+   */
+  protected constructor(
+    op: string,
+    dModel: number,
+    nhead: number,
+    options: TransformerLayerOptions,
+    attentionNames: readonly string[],
+  ) {
+    super();
+    const settings = layerSettings(op, dModel, nhead, options);
+    const { dimFeedforward, dropout, layerNormEps, batchFirst } = settings;
+    this.dModel = dModel;
+    this.nhead = nhead;
+    this.dimFeedforward = dimFeedforward;
+    this.batchFirst = batchFirst;
+    this.normFirst = settings.normFirst;
+    this._activation = settings.activation;
+    // PyTorch's construction order, so the default init draws line up.
+    for (const name of attentionNames)
+      this.register(name, new MultiheadAttention(dModel, nhead, { dropout, batchFirst }));
+    this.register('linear1', new Linear(dModel, dimFeedforward));
+    this.register('dropout', new Dropout(dropout));
+    this.register('linear2', new Linear(dimFeedforward, dModel));
+    const blocks = attentionNames.length + 1;
+    for (let block = 1; block <= blocks; block++)
+      this.register(`norm${block}`, new LayerNorm(dModel, { eps: layerNormEps }));
+    for (let block = 1; block <= blocks; block++) this.register(`dropout${block}`, new Dropout(dropout));
+    if (settings.activation instanceof Module) this.register('activation', settings.activation);
+  }
+
+  /** `self_attn`: the self-attention (over the target, in a decoder). */
+  get selfAttn(): MultiheadAttention {
+    return this.registered<MultiheadAttention>('self_attn');
+  }
+  get linear1(): Linear {
+    return this.registered<Linear>('linear1');
+  }
+  /** The dropout inside the feed-forward network. */
+  get dropout(): Dropout {
+    return this.registered<Dropout>('dropout');
+  }
+  get linear2(): Linear {
+    return this.registered<Linear>('linear2');
+  }
+  get norm1(): LayerNorm {
+    return this.registered<LayerNorm>('norm1');
+  }
+  get norm2(): LayerNorm {
+    return this.registered<LayerNorm>('norm2');
+  }
+  get dropout1(): Dropout {
+    return this.registered<Dropout>('dropout1');
+  }
+  get dropout2(): Dropout {
+    return this.registered<Dropout>('dropout2');
+  }
+  /** The activation of the feed-forward network. */
+  get activation(): TransformerActivation {
+    return this._activation;
+  }
+
+  /** `attention(query, memory, memory)` under `masks`, without the attention weights. */
+  protected attend(attention: MultiheadAttention, query: Tensor, memory: Tensor, masks: BlockMasks): Tensor {
+    return attention.forward(query, memory, memory, {
+      attnMask: masks.attnMask ?? undefined,
+      keyPaddingMask: masks.keyPaddingMask ?? undefined,
+      needWeights: false,
+      isCausal: masks.isCausal === true,
+    }).output;
+  }
+
+  /** The feed-forward network before its output dropout: `linear2(dropout(activation(linear1(x))))`. */
+  protected feedForward(op: string, x: Tensor): Tensor {
+    const hidden = activate(op, this._activation, this.linear1.forward(x));
+    return this.linear2.forward(this.dropout.forward(hidden));
+  }
+
+  /**
+   * The residual blocks in order, each with its norm: `x = x + block(norm(x))` with normFirst,
+   * else `x = norm(x + block(x))`.
+   */
+  protected residualBlocks(input: Tensor, blocks: readonly [LayerNorm, (x: Tensor) => Tensor][]): Tensor {
+    return tidy(() => {
+      let x = input;
+      for (const [norm, block] of blocks) {
+        x = this.normFirst ? x.add(block(norm.forward(x))) : norm.forward(x.add(block(x)));
+      }
+      return x;
+    });
+  }
+}
+
+/** @internal Options of a layer stack. */
+export interface StackOptions {
+  norm?: Module<[Tensor], Tensor> | null;
+}
+
+/**
+ * @internal What `TransformerEncoder` and `TransformerDecoder` share: `numLayers` deep copies of
+ * one layer run in turn, then the optional norm.
+ */
+export abstract class TransformerStackBase<
+  Inputs extends unknown[],
+  Layer extends Module<Inputs, Tensor>,
+> extends Module<Inputs, Tensor> {
+  readonly numLayers: number;
+  layers: ModuleList<Layer>;
+  norm: Module<[Tensor], Tensor> | null;
+
+  protected constructor(
+    op: string,
+    layerName: string,
+    layer: Layer,
+    numLayers: number,
+    options: StackOptions,
+    optionNames: readonly string[],
+  ) {
+    super();
+    checkLayerOptions(op, options, optionNames);
+    // Every check before the copies are made, so a failing call allocates nothing.
+    const norm = optionalNorm(op, options.norm);
+    this.layers = layerClones(op, layerName, layer, numLayers);
+    this.numLayers = numLayers;
+    this.norm = norm;
+  }
+
+  /** Runs every layer in turn on the previous one's output (`forwardLayer` adds the other inputs), then the norm. */
+  protected runLayers(input: Tensor, forwardLayer: (layer: Layer, x: Tensor) => Tensor): Tensor {
+    return tidy(() => {
+      let output = input;
+      for (const layer of this.layers) output = forwardLayer(layer, output);
+      return this.norm === null ? output : this.norm.forward(output);
+    });
+  }
 }

@@ -1,25 +1,20 @@
 // The transformer decoder: a layer of self-attention, attention over the encoder's output and a
 // feed-forward network, and a stack of copies of it, with PyTorch 1.13's submodules, state_dict
 // keys, init order and computation.
-import { type Tensor, tidy } from '@flodl/tensor-native';
-import type { ModuleList } from '../containers.js';
-import { Module } from '../module.js';
-import { MultiheadAttention } from './attention.js';
+import type { Tensor } from '@flodl/tensor-native';
+import type { Module } from '../module.js';
+import type { MultiheadAttention } from './attention.js';
 import { checkLayerOptions } from './common.js';
-import { Dropout } from './dropout.js';
-import { Linear } from './linear.js';
-import { LayerNorm } from './normalization.js';
+import type { Dropout } from './dropout.js';
+import type { LayerNorm } from './normalization.js';
 import {
-  activate,
   checkAttentionMask,
   checkKeyPaddingMask,
   checkSameBatch,
-  layerClones,
-  layerSettings,
-  optionalNorm,
   sequenceShape,
-  type TransformerActivation,
+  TransformerLayerBase,
   type TransformerLayerOptions,
+  TransformerStackBase,
 } from './transformer-common.js';
 
 /** Options of `TransformerDecoderLayer`. */
@@ -75,87 +70,24 @@ const LAYER = 'TransformerDecoderLayer';
  * PyTorch: `nn.TransformerDecoderLayer(d_model, nhead, dim_feedforward=2048, dropout=0.1,
  * activation=F.relu, layer_norm_eps=1e-5, batch_first=False, norm_first=False)`.
  */
-export class TransformerDecoderLayer extends Module<TransformerDecoderInputs, Tensor> {
-  readonly dModel: number;
-  readonly nhead: number;
-  readonly dimFeedforward: number;
-  readonly batchFirst: boolean;
-  readonly normFirst: boolean;
-  /** @internal the activation (a registered child too when it is a Module) */
-  readonly _activation: TransformerActivation;
-
+export class TransformerDecoderLayer extends TransformerLayerBase<TransformerDecoderInputs> {
   constructor(dModel: number, nhead: number, options: TransformerDecoderLayerOptions = {}) {
-    super();
-    const settings = layerSettings(LAYER, dModel, nhead, options);
-    const { dimFeedforward, dropout, layerNormEps, batchFirst } = settings;
-    this.dModel = dModel;
-    this.nhead = nhead;
-    this.dimFeedforward = dimFeedforward;
-    this.batchFirst = batchFirst;
-    this.normFirst = settings.normFirst;
-    this._activation = settings.activation;
-    // PyTorch's construction order, so the default init draws line up.
-    this.register('self_attn', new MultiheadAttention(dModel, nhead, { dropout, batchFirst }));
-    this.register('multihead_attn', new MultiheadAttention(dModel, nhead, { dropout, batchFirst }));
-    this.register('linear1', new Linear(dModel, dimFeedforward));
-    this.register('dropout', new Dropout(dropout));
-    this.register('linear2', new Linear(dimFeedforward, dModel));
-    for (const name of ['norm1', 'norm2', 'norm3'])
-      this.register(name, new LayerNorm(dModel, { eps: layerNormEps }));
-    for (const name of ['dropout1', 'dropout2', 'dropout3']) this.register(name, new Dropout(dropout));
-    if (settings.activation instanceof Module) this.register('activation', settings.activation);
+    super(LAYER, dModel, nhead, options, ['self_attn', 'multihead_attn']);
   }
 
-  /** `self_attn`: the self-attention over the target. */
-  get selfAttn(): MultiheadAttention {
-    return this.registered<MultiheadAttention>('self_attn');
-  }
   /** `multihead_attn`: the attention over the memory. */
   get multiheadAttn(): MultiheadAttention {
     return this.registered<MultiheadAttention>('multihead_attn');
   }
-  get linear1(): Linear {
-    return this.registered<Linear>('linear1');
-  }
-  /** The dropout inside the feed-forward network. */
-  get dropout(): Dropout {
-    return this.registered<Dropout>('dropout');
-  }
-  get linear2(): Linear {
-    return this.registered<Linear>('linear2');
-  }
-  get norm1(): LayerNorm {
-    return this.registered<LayerNorm>('norm1');
-  }
-  get norm2(): LayerNorm {
-    return this.registered<LayerNorm>('norm2');
-  }
   get norm3(): LayerNorm {
     return this.registered<LayerNorm>('norm3');
-  }
-  get dropout1(): Dropout {
-    return this.registered<Dropout>('dropout1');
-  }
-  get dropout2(): Dropout {
-    return this.registered<Dropout>('dropout2');
   }
   get dropout3(): Dropout {
     return this.registered<Dropout>('dropout3');
   }
-  /** The activation of the feed-forward network. */
-  get activation(): TransformerActivation {
-    return this._activation;
-  }
 
-  forward(
-    tgt: Tensor,
-    memory: Tensor,
-    tgtMask?: Tensor | null,
-    memoryMask?: Tensor | null,
-    tgtKeyPaddingMask?: Tensor | null,
-    memoryKeyPaddingMask?: Tensor | null,
-    options: TransformerDecoderForwardOptions = {},
-  ): Tensor {
+  forward(...inputs: TransformerDecoderInputs): Tensor {
+    const [tgt, memory, tgtMask, memoryMask, tgtKeyPaddingMask, memoryKeyPaddingMask, options = {}] = inputs;
     const op = `${LAYER}.forward`;
     checkLayerOptions(op, options, ['tgtIsCausal', 'memoryIsCausal']);
     const target = sequenceShape(op, 'tgt', tgt, this.dModel, this.batchFirst);
@@ -169,39 +101,21 @@ export class TransformerDecoderLayer extends Module<TransformerDecoderInputs, Te
     });
     checkKeyPaddingMask(op, 'tgtKeyPaddingMask', tgtKeyPaddingMask, target);
     checkKeyPaddingMask(op, 'memoryKeyPaddingMask', memoryKeyPaddingMask, source);
-    const attend = (x: Tensor) =>
-      this.dropout1.forward(
-        this.selfAttn.forward(x, x, x, {
-          attnMask: tgtMask ?? undefined,
-          keyPaddingMask: tgtKeyPaddingMask ?? undefined,
-          needWeights: false,
-          isCausal: options.tgtIsCausal === true,
-        }).output,
-      );
-    const attendMemory = (x: Tensor) =>
-      this.dropout2.forward(
-        this.multiheadAttn.forward(x, memory, memory, {
-          attnMask: memoryMask ?? undefined,
-          keyPaddingMask: memoryKeyPaddingMask ?? undefined,
-          needWeights: false,
-          isCausal: options.memoryIsCausal === true,
-        }).output,
-      );
-    const feedForward = (x: Tensor) => {
-      const hidden = activate(op, this._activation, this.linear1.forward(x));
-      return this.dropout3.forward(this.linear2.forward(this.dropout.forward(hidden)));
+    const targetMasks = {
+      attnMask: tgtMask,
+      keyPaddingMask: tgtKeyPaddingMask,
+      isCausal: options.tgtIsCausal,
     };
-    return tidy(() => {
-      let x = tgt;
-      if (this.normFirst) {
-        x = x.add(attend(this.norm1.forward(x)));
-        x = x.add(attendMemory(this.norm2.forward(x)));
-        return x.add(feedForward(this.norm3.forward(x)));
-      }
-      x = this.norm1.forward(x.add(attend(x)));
-      x = this.norm2.forward(x.add(attendMemory(x)));
-      return this.norm3.forward(x.add(feedForward(x)));
-    });
+    const memoryMasks = {
+      attnMask: memoryMask,
+      keyPaddingMask: memoryKeyPaddingMask,
+      isCausal: options.memoryIsCausal,
+    };
+    return this.residualBlocks(tgt, [
+      [this.norm1, (x) => this.dropout1.forward(this.attend(this.selfAttn, x, x, targetMasks))],
+      [this.norm2, (x) => this.dropout2.forward(this.attend(this.multiheadAttn, x, memory, memoryMasks))],
+      [this.norm3, (x) => this.dropout3.forward(this.feedForward(op, x))],
+    ]);
   }
 }
 
@@ -230,45 +144,16 @@ const STACK = 'TransformerDecoder';
  */
 export class TransformerDecoder<
   Layer extends Module<TransformerDecoderInputs, Tensor> = TransformerDecoderLayer,
-> extends Module<TransformerDecoderInputs, Tensor> {
-  readonly numLayers: number;
-  layers: ModuleList<Layer>;
-  norm: Module<[Tensor], Tensor> | null;
-
+> extends TransformerStackBase<TransformerDecoderInputs, Layer> {
   constructor(decoderLayer: Layer, numLayers: number, options: TransformerDecoderOptions = {}) {
-    super();
-    checkLayerOptions(STACK, options, ['norm']);
-    // Every check before the copies are made, so a failing call allocates nothing.
-    const norm = optionalNorm(STACK, options.norm);
-    this.layers = layerClones(STACK, 'decoderLayer', decoderLayer, numLayers);
-    this.numLayers = numLayers;
-    this.norm = norm;
+    super(STACK, 'decoderLayer', decoderLayer, numLayers, options, ['norm']);
   }
 
-  forward(
-    tgt: Tensor,
-    memory: Tensor,
-    tgtMask?: Tensor | null,
-    memoryMask?: Tensor | null,
-    tgtKeyPaddingMask?: Tensor | null,
-    memoryKeyPaddingMask?: Tensor | null,
-    options: TransformerDecoderForwardOptions = {},
-  ): Tensor {
+  forward(...inputs: TransformerDecoderInputs): Tensor {
+    const [tgt, memory, tgtMask, memoryMask, tgtKeyPaddingMask, memoryKeyPaddingMask, options] = inputs;
     checkLayerOptions(`${STACK}.forward`, options, ['tgtIsCausal', 'memoryIsCausal']);
-    return tidy(() => {
-      let output = tgt;
-      for (const layer of this.layers) {
-        output = layer.forward(
-          output,
-          memory,
-          tgtMask,
-          memoryMask,
-          tgtKeyPaddingMask,
-          memoryKeyPaddingMask,
-          options,
-        );
-      }
-      return this.norm === null ? output : this.norm.forward(output);
-    });
+    return this.runLayers(tgt, (layer, x) =>
+      layer.forward(x, memory, tgtMask, memoryMask, tgtKeyPaddingMask, memoryKeyPaddingMask, options),
+    );
   }
 }

@@ -1,23 +1,15 @@
 // The transformer encoder: a layer of self-attention and a feed-forward network, and a stack of
 // copies of it, with PyTorch 1.13's submodules, state_dict keys, init order and computation.
-import { type Tensor, tidy } from '@flodl/tensor-native';
-import type { ModuleList } from '../containers.js';
-import { Module } from '../module.js';
-import { MultiheadAttention } from './attention.js';
+import type { Tensor } from '@flodl/tensor-native';
+import type { Module } from '../module.js';
 import { checkLayerOptions } from './common.js';
-import { Dropout } from './dropout.js';
-import { Linear } from './linear.js';
-import { LayerNorm } from './normalization.js';
 import {
-  activate,
   checkAttentionMask,
   checkKeyPaddingMask,
-  layerClones,
-  layerSettings,
-  optionalNorm,
   sequenceShape,
-  type TransformerActivation,
+  TransformerLayerBase,
   type TransformerLayerOptions,
+  TransformerStackBase,
 } from './transformer-common.js';
 
 /** Options of `TransformerEncoderLayer`. */
@@ -66,74 +58,13 @@ const LAYER = 'TransformerEncoderLayer';
  * PyTorch: `nn.TransformerEncoderLayer(d_model, nhead, dim_feedforward=2048, dropout=0.1,
  * activation=F.relu, layer_norm_eps=1e-5, batch_first=False, norm_first=False)`.
  */
-export class TransformerEncoderLayer extends Module<TransformerEncoderInputs, Tensor> {
-  readonly dModel: number;
-  readonly nhead: number;
-  readonly dimFeedforward: number;
-  readonly batchFirst: boolean;
-  readonly normFirst: boolean;
-  /** @internal the activation (a registered child too when it is a Module) */
-  readonly _activation: TransformerActivation;
-
+export class TransformerEncoderLayer extends TransformerLayerBase<TransformerEncoderInputs> {
   constructor(dModel: number, nhead: number, options: TransformerEncoderLayerOptions = {}) {
-    super();
-    const settings = layerSettings(LAYER, dModel, nhead, options);
-    const { dimFeedforward, dropout, layerNormEps, batchFirst } = settings;
-    this.dModel = dModel;
-    this.nhead = nhead;
-    this.dimFeedforward = dimFeedforward;
-    this.batchFirst = batchFirst;
-    this.normFirst = settings.normFirst;
-    this._activation = settings.activation;
-    // PyTorch's construction order, so the default init draws line up.
-    this.register('self_attn', new MultiheadAttention(dModel, nhead, { dropout, batchFirst }));
-    this.register('linear1', new Linear(dModel, dimFeedforward));
-    this.register('dropout', new Dropout(dropout));
-    this.register('linear2', new Linear(dimFeedforward, dModel));
-    this.register('norm1', new LayerNorm(dModel, { eps: layerNormEps }));
-    this.register('norm2', new LayerNorm(dModel, { eps: layerNormEps }));
-    this.register('dropout1', new Dropout(dropout));
-    this.register('dropout2', new Dropout(dropout));
-    if (settings.activation instanceof Module) this.register('activation', settings.activation);
+    super(LAYER, dModel, nhead, options, ['self_attn']);
   }
 
-  /** `self_attn`: the self-attention. */
-  get selfAttn(): MultiheadAttention {
-    return this.registered<MultiheadAttention>('self_attn');
-  }
-  get linear1(): Linear {
-    return this.registered<Linear>('linear1');
-  }
-  /** The dropout inside the feed-forward network. */
-  get dropout(): Dropout {
-    return this.registered<Dropout>('dropout');
-  }
-  get linear2(): Linear {
-    return this.registered<Linear>('linear2');
-  }
-  get norm1(): LayerNorm {
-    return this.registered<LayerNorm>('norm1');
-  }
-  get norm2(): LayerNorm {
-    return this.registered<LayerNorm>('norm2');
-  }
-  get dropout1(): Dropout {
-    return this.registered<Dropout>('dropout1');
-  }
-  get dropout2(): Dropout {
-    return this.registered<Dropout>('dropout2');
-  }
-  /** The activation of the feed-forward network. */
-  get activation(): TransformerActivation {
-    return this._activation;
-  }
-
-  forward(
-    src: Tensor,
-    srcMask?: Tensor | null,
-    srcKeyPaddingMask?: Tensor | null,
-    options: TransformerEncoderForwardOptions = {},
-  ): Tensor {
+  forward(...inputs: TransformerEncoderInputs): Tensor {
+    const [src, srcMask, srcKeyPaddingMask, options = {}] = inputs;
     const op = `${LAYER}.forward`;
     checkLayerOptions(op, options, ['isCausal']);
     const sequence = sequenceShape(op, 'src', src, this.dModel, this.batchFirst);
@@ -143,28 +74,11 @@ export class TransformerEncoderLayer extends Module<TransformerEncoderInputs, Te
       heads: this.nhead,
     });
     checkKeyPaddingMask(op, 'srcKeyPaddingMask', srcKeyPaddingMask, sequence);
-    const attend = (x: Tensor) =>
-      this.dropout1.forward(
-        this.selfAttn.forward(x, x, x, {
-          attnMask: srcMask ?? undefined,
-          keyPaddingMask: srcKeyPaddingMask ?? undefined,
-          needWeights: false,
-          isCausal: options.isCausal === true,
-        }).output,
-      );
-    const feedForward = (x: Tensor) => {
-      const hidden = activate(op, this._activation, this.linear1.forward(x));
-      return this.dropout2.forward(this.linear2.forward(this.dropout.forward(hidden)));
-    };
-    return tidy(() => {
-      let x = src;
-      if (this.normFirst) {
-        x = x.add(attend(this.norm1.forward(x)));
-        return x.add(feedForward(this.norm2.forward(x)));
-      }
-      x = this.norm1.forward(x.add(attend(x)));
-      return this.norm2.forward(x.add(feedForward(x)));
-    });
+    const masks = { attnMask: srcMask, keyPaddingMask: srcKeyPaddingMask, isCausal: options.isCausal };
+    return this.residualBlocks(src, [
+      [this.norm1, (x) => this.dropout1.forward(this.attend(this.selfAttn, x, x, masks))],
+      [this.norm2, (x) => this.dropout2.forward(this.feedForward(op, x))],
+    ]);
   }
 }
 
@@ -200,34 +114,21 @@ const STACK = 'TransformerEncoder';
  */
 export class TransformerEncoder<
   Layer extends Module<TransformerEncoderInputs, Tensor> = TransformerEncoderLayer,
-> extends Module<TransformerEncoderInputs, Tensor> {
-  readonly numLayers: number;
-  layers: ModuleList<Layer>;
-  norm: Module<[Tensor], Tensor> | null;
+> extends TransformerStackBase<TransformerEncoderInputs, Layer> {
   readonly enableNestedTensor: boolean;
 
   constructor(encoderLayer: Layer, numLayers: number, options: TransformerEncoderOptions = {}) {
-    super();
-    checkLayerOptions(STACK, options, ['norm', 'enableNestedTensor', 'maskCheck']);
-    // Every check before the copies are made, so a failing call allocates nothing.
-    const norm = optionalNorm(STACK, options.norm);
-    this.layers = layerClones(STACK, 'encoderLayer', encoderLayer, numLayers);
-    this.numLayers = numLayers;
-    this.norm = norm;
+    super(STACK, 'encoderLayer', encoderLayer, numLayers, options, [
+      'norm',
+      'enableNestedTensor',
+      'maskCheck',
+    ]);
     this.enableNestedTensor = options.enableNestedTensor !== false;
   }
 
-  forward(
-    src: Tensor,
-    mask?: Tensor | null,
-    srcKeyPaddingMask?: Tensor | null,
-    options: TransformerEncoderForwardOptions = {},
-  ): Tensor {
+  forward(...inputs: TransformerEncoderInputs): Tensor {
+    const [src, mask, srcKeyPaddingMask, options] = inputs;
     checkLayerOptions(`${STACK}.forward`, options, ['isCausal']);
-    return tidy(() => {
-      let output = src;
-      for (const layer of this.layers) output = layer.forward(output, mask, srcKeyPaddingMask, options);
-      return this.norm === null ? output : this.norm.forward(output);
-    });
+    return this.runLayers(src, (layer, x) => layer.forward(x, mask, srcKeyPaddingMask, options));
   }
 }

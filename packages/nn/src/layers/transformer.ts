@@ -14,9 +14,9 @@ import { checkLayerOptions, positiveInteger } from './common.js';
 import { LayerNorm } from './normalization.js';
 import {
   LAYER_OPTION_NAMES,
+  type LayerSettings,
   layerSettings,
   sequenceShape,
-  type TransformerActivation,
   type TransformerLayerOptions,
 } from './transformer-common.js';
 import {
@@ -56,16 +56,39 @@ export interface TransformerForwardOptions {
   memoryIsCausal?: boolean;
 }
 
+/** The forward arguments of `Transformer`. */
+type TransformerInputs = [
+  src: Tensor,
+  tgt: Tensor,
+  srcMask?: Tensor | null,
+  tgtMask?: Tensor | null,
+  memoryMask?: Tensor | null,
+  srcKeyPaddingMask?: Tensor | null,
+  tgtKeyPaddingMask?: Tensor | null,
+  memoryKeyPaddingMask?: Tensor | null,
+  options?: TransformerForwardOptions,
+];
+
 const OP = 'Transformer';
 
-/** Frees a layer the stack has copied, but not the tensors of the caller's activation module. */
-function disposeTemplate(layer: Module<any, any>, activation: TransformerActivation): void {
+/**
+ * The stack `build` makes of copies of `layer` and a final LayerNorm; then frees `layer`, but not
+ * the tensors of the caller's activation module.
+ */
+function stackWithNorm<Layer extends Module<any, any>, Stack>(
+  layer: Layer,
+  settings: LayerSettings,
+  build: (layer: Layer, norm: LayerNorm) => Stack,
+): Stack {
+  const stack = build(layer, new LayerNorm(settings.dModel, { eps: settings.layerNormEps }));
+  const { activation } = settings;
   const callers = new Set(
     activation instanceof Module ? [...activation.parameters(), ...activation.buffers()] : [],
   );
   for (const tensor of [...layer.parameters(), ...layer.buffers()]) {
     if (!callers.has(tensor)) tensor.dispose();
   }
+  return stack;
 }
 
 /**
@@ -89,20 +112,7 @@ function disposeTemplate(layer: Module<any, any>, activation: TransformerActivat
  * dim_feedforward=2048, dropout=0.1, activation=F.relu, custom_encoder=None, custom_decoder=None,
  * layer_norm_eps=1e-5, batch_first=False, norm_first=False)`.
  */
-export class Transformer extends Module<
-  [
-    src: Tensor,
-    tgt: Tensor,
-    srcMask?: Tensor | null,
-    tgtMask?: Tensor | null,
-    memoryMask?: Tensor | null,
-    srcKeyPaddingMask?: Tensor | null,
-    tgtKeyPaddingMask?: Tensor | null,
-    memoryKeyPaddingMask?: Tensor | null,
-    options?: TransformerForwardOptions,
-  ],
-  Tensor
-> {
+export class Transformer extends Module<TransformerInputs, Tensor> {
   encoder: Module<TransformerEncoderInputs, Tensor>;
   decoder: Module<TransformerDecoderInputs, Tensor>;
   readonly dModel: number;
@@ -139,24 +149,21 @@ export class Transformer extends Module<
       if (custom !== undefined && !(custom instanceof Module))
         throw invalidArgument(OP, name, 'a Module or undefined', custom);
     }
-    const eps = settings.layerNormEps;
     // Built and initialised in PyTorch's order: encoder layer, its norm, decoder layer, its norm.
-    if (customEncoder !== undefined) {
-      this.encoder = customEncoder;
-    } else {
-      const layer = new TransformerEncoderLayer(dModel, nhead, layerOptions);
-      const norm = new LayerNorm(dModel, { eps });
-      this.encoder = new TransformerEncoder(layer, numEncoderLayers, { norm });
-      disposeTemplate(layer, settings.activation);
-    }
-    if (customDecoder !== undefined) {
-      this.decoder = customDecoder;
-    } else {
-      const layer = new TransformerDecoderLayer(dModel, nhead, layerOptions);
-      const norm = new LayerNorm(dModel, { eps });
-      this.decoder = new TransformerDecoder(layer, numDecoderLayers, { norm });
-      disposeTemplate(layer, settings.activation);
-    }
+    this.encoder =
+      customEncoder ??
+      stackWithNorm(
+        new TransformerEncoderLayer(dModel, nhead, layerOptions),
+        settings,
+        (layer, norm) => new TransformerEncoder(layer, numEncoderLayers, { norm }),
+      );
+    this.decoder =
+      customDecoder ??
+      stackWithNorm(
+        new TransformerDecoderLayer(dModel, nhead, layerOptions),
+        settings,
+        (layer, norm) => new TransformerDecoder(layer, numDecoderLayers, { norm }),
+      );
     this.resetParameters();
     this.dModel = dModel;
     this.nhead = nhead;
@@ -170,17 +177,18 @@ export class Transformer extends Module<
     }
   }
 
-  forward(
-    src: Tensor,
-    tgt: Tensor,
-    srcMask?: Tensor | null,
-    tgtMask?: Tensor | null,
-    memoryMask?: Tensor | null,
-    srcKeyPaddingMask?: Tensor | null,
-    tgtKeyPaddingMask?: Tensor | null,
-    memoryKeyPaddingMask?: Tensor | null,
-    options: TransformerForwardOptions = {},
-  ): Tensor {
+  forward(...inputs: TransformerInputs): Tensor {
+    const [
+      src,
+      tgt,
+      srcMask,
+      tgtMask,
+      memoryMask,
+      srcKeyPaddingMask,
+      tgtKeyPaddingMask,
+      memoryKeyPaddingMask,
+      options = {},
+    ] = inputs;
     const op = `${OP}.forward`;
     checkLayerOptions(op, options, ['srcIsCausal', 'tgtIsCausal', 'memoryIsCausal']);
     const source = sequenceShape(op, 'src', src, this.dModel, this.batchFirst);

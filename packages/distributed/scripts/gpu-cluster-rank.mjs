@@ -15,7 +15,7 @@ import { createHash } from 'node:crypto';
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DistributedSession, installDeathRecord } from '@flodl/distributed';
-import { Adam, CrossEntropyLoss, Linear, ReLU, Sequential } from '@flodl/nn';
+import { Adam, CrossEntropyLoss, Linear, ReLU, Sequential, save } from '@flodl/nn';
 import { manualSeed, randn, tidy, toBytes } from '@flodl/tensor-native';
 
 installDeathRecord();
@@ -148,6 +148,8 @@ function trainBatch(offset, size) {
  * @returns {Promise<number>} the batch loss
  */
 async function step(offset, size) {
+  // The death scenario (gpu-cluster.mjs --kill-rank R --kill-at S): this rank dies mid-run.
+  if (rank === config.killRank && session.stepCount >= config.killAt) process.exit(3);
   const started = performance.now();
   const loss = trainBatch(offset, size);
   windowLosses.push(loss);
@@ -197,6 +199,12 @@ if (config.driver === 'averaging') {
       scalars: {},
     });
   }
+}
+// ShutdownWithSave: this rank holds the freshest state the run keeps; save it before leaving.
+if (session.saveRequested !== undefined) {
+  save(model, join(process.env.FLODL_CLUSTER_RECORDS ?? '.', `saved-by-rank-${rank}.safetensors`), {
+    metadata: { reason: session.saveRequested },
+  });
 }
 await session.finish();
 inputs.dispose();

@@ -4,7 +4,7 @@
 //
 //   node packages/distributed/scripts/gpu-cluster.mjs [--nproc 2] [--device cuda|cpu]
 //     [--modes NcclSync,NcclCadence,CpuSync,CpuCadence,CpuAsync] [--steps 60]
-//     [--driver coordinator|averaging] [--easgd-alpha α]
+//     [--driver coordinator|averaging] [--easgd-alpha α] [--kill-rank R --kill-at S]
 //
 // For each mode it launches --nproc ranks of gpu-cluster-rank.mjs (on cuda, rank r trains on
 // cuda:r) with a launcher-side driver: CoordinatorHost running the real ClusterCoordinator (epoch
@@ -16,7 +16,13 @@
 // --easgd-alpha: the consensus hashes, since the blend leaves ranks apart), there were at least
 // 3 rounds, and the loss fell. One line per mode, then a tally; the exit status is non-zero
 // when any mode failed.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+//
+// With --kill-rank R --kill-at S the run is elastic and rank R exits (code 3) at its step S: a
+// mode then passes when the launcher resolves in time with R among the lost ranks, the
+// coordinator either completed with the survivors or ended with SingleSurvivor (a collective
+// with one rank left is told to save: it writes its model and stops), R applied only rounds the driver completed, every
+// survivor applied every round, and the survivors' parameters agree after each round.
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -49,7 +55,8 @@ const rankScript = join(dirname(fileURLToPath(import.meta.url)), 'gpu-cluster-ra
  * @typedef {import('@flodl/distributed').LaunchMode} LaunchMode
  * @typedef {{ rank: number; version: number; params: string; consensus?: string; loss: number; steps: number }} RoundRecord
  * @typedef {{ version: number; accepted?: readonly number[] }} CompletedRound
- * @typedef {{ nproc: number; device: 'cpu' | 'cuda'; steps: number; driver: 'coordinator' | 'averaging'; easgdAlpha: number | undefined }} ClusterOptions
+ * @typedef {{ rank: number; atStep: number }} Kill
+ * @typedef {{ nproc: number; device: 'cpu' | 'cuda'; steps: number; driver: 'coordinator' | 'averaging'; easgdAlpha: number | undefined; kill: Kill | undefined }} ClusterOptions
  */
 
 /**
@@ -65,6 +72,8 @@ function parseCommandLine() {
       steps: { type: 'string', default: '60' },
       driver: { type: 'string', default: 'coordinator' },
       'easgd-alpha': { type: 'string' },
+      'kill-rank': { type: 'string' },
+      'kill-at': { type: 'string', default: '20' },
     },
   });
   /** @param {string} message */
@@ -92,8 +101,21 @@ function parseCommandLine() {
     if (!(easgdAlpha > 0 && easgdAlpha <= 1))
       usage(`--easgd-alpha: expected a number in (0, 1], got ${easgdAlpha}`);
   }
+  /** @type {Kill | undefined} */
+  let kill;
+  if (values['kill-rank'] !== undefined) {
+    const killRank = Number(values['kill-rank']);
+    const atStep = Number(values['kill-at']);
+    if (!Number.isInteger(killRank) || killRank < 0 || killRank >= nproc)
+      usage(`--kill-rank: expected a rank in [0, ${nproc}), got ${values['kill-rank']}`);
+    if (!Number.isInteger(atStep) || atStep < 1 || atStep >= steps)
+      usage(`--kill-at: expected a step in [1, ${steps}), got ${values['kill-at']}`);
+    if (values.driver !== 'coordinator') usage('--kill-rank needs the coordinator driver');
+    kill = { rank: killRank, atStep };
+  }
   return {
     nproc,
+    kill,
     device: /** @type {'cpu' | 'cuda'} */ (values.device),
     modes,
     steps,
@@ -138,11 +160,14 @@ async function runMode(mode, options) {
   /** @type {unknown[]} */
   const hostErrors = [];
   const started = Date.now();
+  const { kill } = options;
   try {
     /** @type {unknown} */
     let failure;
+    /** @type {number[]} */
+    let lost = [];
     try {
-      await launch({
+      const result = await launch({
         nproc,
         script: rankScript,
         device: options.device,
@@ -155,8 +180,10 @@ async function runMode(mode, options) {
             steps,
             stepMs: STEP_MS,
             ...(easgdAlpha === undefined ? {} : { easgdAlpha }),
+            ...(kill === undefined ? {} : { killRank: kill.rank, killAt: kill.atStep }),
           }),
         ],
+        elastic: kill !== undefined,
         env: { [PROCESS_GROUP_PORT_ENV]: String(await freePort()), [RECORDS_ENV]: recordDir },
         prefixOutput: true,
         timeoutMs: MODE_TIMEOUT_MS,
@@ -186,6 +213,7 @@ async function runMode(mode, options) {
                 });
         },
       });
+      lost = result.lost.map((record) => record.rank);
     } catch (error) {
       failure = error;
     }
@@ -197,7 +225,8 @@ async function runMode(mode, options) {
       const text = existsSync(path) ? readFileSync(path, 'utf8') : '';
       records.push(text.split('\n').flatMap((line) => (line.length > 0 ? [JSON.parse(line)] : [])));
     }
-    return { host, hostErrors, failure, records, seconds: (Date.now() - started) / 1000 };
+    const saved = readdirSync(recordDir).filter((name) => name.endsWith('.safetensors'));
+    return { host, hostErrors, failure, lost, saved, records, seconds: (Date.now() - started) / 1000 };
   } finally {
     rmSync(recordDir, { recursive: true, force: true });
   }
@@ -224,21 +253,37 @@ function completedRounds(host) {
  * @returns {{ ok: boolean; text: string }}
  */
 function judge(mode, options, outcome) {
-  const { host, hostErrors, failure, records, seconds } = outcome;
+  const { host, hostErrors, failure, lost, saved, records: allRecords, seconds } = outcome;
   const fail = (/** @type {string} */ reason) => ({ ok: false, text: `${reason} (${seconds.toFixed(1)} s)` });
   if (failure !== undefined) return fail(`the run failed: ${describe(failure)}`);
   if (!host) return fail('no driver was attached');
   if (hostErrors.length > 0) return fail(`the driver failed: ${hostErrors.map(describe).join('; ')}`);
-  if (host instanceof CoordinatorHost && host.coordinator.finishReason !== 'Completed') {
-    return fail(
-      `the coordinator finished with ${host.coordinator.finishReason ?? 'no reason (still running)'}`,
-    );
+  const { kill } = options;
+  const finish = host instanceof CoordinatorHost ? host.coordinator.finishReason : 'Completed';
+  const survivorsSaved = kill !== undefined && finish === 'SingleSurvivor';
+  if (finish !== 'Completed' && !survivorsSaved) {
+    return fail(`the coordinator finished with ${finish ?? 'no reason (still running)'}`);
+  }
+  if (survivorsSaved && saved.length !== 1)
+    return fail(`the survivor was told to save; files: [${saved.join(', ')}]`);
+  if (kill !== undefined && lost.join() !== String(kill.rank)) {
+    return fail(`the launcher lost ranks [${lost.join(',')}], expected [${kill.rank}]`);
+  }
+  // The dead rank applied some of the rounds (all completed ones, up to its death).
+  const records = allRecords.filter((_, rank) => rank !== kill?.rank);
+  if (kill !== undefined) {
+    const completed = new Set(completedRounds(host).map((round) => round.version));
+    const ghost = (allRecords[kill.rank] ?? []).filter((record) => !completed.has(record.version));
+    if (ghost.length > 0) return fail(`rank ${kill.rank} applied rounds the driver never completed`);
   }
   const rounds = completedRounds(host);
   const versions = rounds.map((round) => round.version);
-  if (rounds.length < MIN_ROUNDS) return fail(`${rounds.length} rounds, expected at least ${MIN_ROUNDS}`);
+  // A collective left with one rank stops at the death: the rounds before it are all there is.
+  const minRounds = survivorsSaved ? 1 : MIN_ROUNDS;
+  if (rounds.length < minRounds) return fail(`${rounds.length} rounds, expected at least ${minRounds}`);
   const asynchronous = mode === 'CpuAsync';
-  for (const [rank, list] of records.entries()) {
+  for (const list of records) {
+    const rank = list[0]?.rank ?? -1;
     const seen = list.map((record) => record.version);
     if (!asynchronous) {
       if (seen.join() !== versions.join()) {
@@ -263,8 +308,8 @@ function judge(mode, options, outcome) {
     const unknown = seen.filter((version) => !versions.includes(version));
     if (unknown.length > 0)
       return fail(`rank ${rank} applied rounds [${brief(unknown)}] the driver never completed`);
-    if (seen.length < MIN_ROUNDS)
-      return fail(`rank ${rank} applied ${seen.length} rounds, expected at least ${MIN_ROUNDS}`);
+    if (seen.length < minRounds)
+      return fail(`rank ${rank} applied ${seen.length} rounds, expected at least ${minRounds}`);
   }
   // EASGD blends the consensus into each rank's own state: the consensus is what must agree.
   const field = asynchronous && options.easgdAlpha !== undefined ? 'consensus' : 'params';
@@ -294,9 +339,13 @@ function judge(mode, options, outcome) {
   const last = mean(losses.slice(-span));
   if (!(last < first)) return fail(`the loss did not fall: ${first.toFixed(2)} -> ${last.toFixed(2)}`);
   const agreed = field === 'params' ? 'params identical' : 'consensus identical';
+  const death =
+    kill === undefined
+      ? ''
+      : `rank ${kill.rank} died at step ${kill.atStep}, ${survivorsSaved ? `the survivor saved ${saved[0]} and stopped` : `${plural(records.length, 'survivor')} finished`}, `;
   return {
     ok: true,
-    text: `${rounds.length} rounds, ${agreed} on ${records.length} ranks after each, loss ${first.toFixed(2)} -> ${last.toFixed(2)}, ${seconds.toFixed(1)} s`,
+    text: `${death}${rounds.length} rounds, ${agreed} on ${plural(records.length, 'rank')} after each, loss ${first.toFixed(2)} -> ${last.toFixed(2)}, ${seconds.toFixed(1)} s`,
   };
 }
 
@@ -305,6 +354,11 @@ function brief(versions) {
   return versions.length <= 12
     ? versions.join(',')
     : `${versions.slice(0, 12).join(',')},… ${versions.length} in all`;
+}
+
+/** @param {number} count @param {string} noun @returns {string} */
+function plural(count, noun) {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`;
 }
 
 /** @param {unknown} error @returns {string} */

@@ -5,7 +5,8 @@
 # from the same sources, then runs the phases asked for (default: tests):
 #   tests        `pnpm test:gpu`: every package suite on cuda, then the CUDA-only checks
 #   collectives  c10d NCCL all-reduce / broadcast across the GPUs (2 or more)
-#   cluster      the averaging modes with one rank process per GPU (2 or more)
+#   cluster      the averaging modes with one rank process per GPU (2 or more), then the same
+#                with rank 1 dying mid-run
 #   bench        bench:dispatch and bench:train on cuda against this machine's PyTorch
 # With $OUT set, the built addon and each phase's log are left there.
 set -uo pipefail
@@ -49,7 +50,9 @@ for phase in "${phases[@]}"; do
       if [ "$gpus" -ge 2 ]; then node packages/tensor-native/scripts/collectives-check.mjs nccl "$gpus" 2>&1 | log collectives || status=1
       else echo "collectives skipped: $gpus GPU(s)"; fi ;;
     cluster)
-      if [ "$gpus" -ge 2 ]; then node packages/distributed/scripts/gpu-cluster.mjs --nproc "$gpus" 2>&1 | log cluster || status=1
+      if [ "$gpus" -ge 2 ]; then
+        { node packages/distributed/scripts/gpu-cluster.mjs --nproc "$gpus" &&
+          node packages/distributed/scripts/gpu-cluster.mjs --nproc "$gpus" --kill-rank 1 --kill-at 20; } 2>&1 | log cluster || status=1
       else echo "cluster skipped: $gpus GPU(s)"; fi ;;
     bench)
       (node --expose-gc packages/tensor-native/bench/dispatch.mjs --device cuda --iterations 50000 &&

@@ -5,8 +5,15 @@ import { FlodlError, invalidArgument } from './errors.js';
 import { native } from './internal/binding.js';
 import { dtypeCode } from './internal/codes.js';
 import { call } from './internal/methods.js';
-import { checkInt, checkNonNegativeInt, checkNumber, checkScalar, checkShape } from './internal/validate.js';
-import { checkOptions, setFromImplementation, Tensor } from './tensor.js';
+import {
+  checkInt,
+  checkNonNegativeInt,
+  checkNumber,
+  checkOptions,
+  checkScalar,
+  checkShape,
+} from './internal/validate.js';
+import { setFromImplementation, Tensor } from './tensor.js';
 
 /** Where and as what a factory creates its tensor. */
 export interface TensorOptions {

@@ -6,8 +6,8 @@ import { type Device, deviceCode, deviceName } from './device.js';
 import { isFloatingPoint } from './dtype.js';
 import { FlodlError, invalidArgument } from './errors.js';
 import { native } from './internal/binding.js';
-import { checkInt, checkOneOf } from './internal/validate.js';
-import { checkOptions, Tensor } from './tensor.js';
+import { checkInt, checkOneOf, checkOptions } from './internal/validate.js';
+import { Tensor } from './tensor.js';
 
 /** `'gloo'` for CPU tensors, `'nccl'` for CUDA tensors. */
 export type DistributedBackend = 'gloo' | 'nccl';

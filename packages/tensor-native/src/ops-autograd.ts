@@ -7,7 +7,8 @@ import { isFloatingPoint } from './dtype.js';
 import { FlodlError, invalidArgument } from './errors.js';
 import { native } from './internal/binding.js';
 import { diagnose } from './internal/diagnose.js';
-import { checkOptions, Tensor } from './tensor.js';
+import { checkOptions } from './internal/validate.js';
+import { Tensor } from './tensor.js';
 
 /** Options of `Tensor.backward`. */
 export interface BackwardOptions {

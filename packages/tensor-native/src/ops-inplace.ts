@@ -2,7 +2,7 @@
 import { invalidArgument } from './errors.js';
 import { native } from './internal/binding.js';
 import { callInPlace } from './internal/methods.js';
-import { checkBool, checkNumber, checkScalar } from './internal/validate.js';
+import { checkBoolean, checkNumber, checkScalar } from './internal/validate.js';
 import { Tensor } from './tensor.js';
 
 declare module './tensor.js' {
@@ -94,7 +94,7 @@ proto.lerp_ = function lerp_(this: Tensor, end: Tensor, weight: number): Tensor 
   return callInPlace('lerp_', this, { end }, () => native.lerp_(this._h, end._h, weight));
 };
 proto.copy_ = function copy_(this: Tensor, src: Tensor, nonBlocking = false): Tensor {
-  checkBool('copy_', 'nonBlocking', nonBlocking, false);
+  checkBoolean('copy_', 'nonBlocking', nonBlocking, false);
   return callInPlace('copy_', this, { src }, () => native.copy_(this._h, src._h, nonBlocking));
 };
 proto.zero_ = function zero_(this: Tensor): Tensor {

@@ -5,8 +5,8 @@ import { native } from './internal/binding.js';
 import { dtypeCode } from './internal/codes.js';
 import { diagnose } from './internal/diagnose.js';
 import { arithmeticMethod, call, unaryMethod } from './internal/methods.js';
-import { checkInt, checkOneOf, checkScalar } from './internal/validate.js';
-import { checkOptions, Tensor } from './tensor.js';
+import { checkInt, checkOneOf, checkOptions, checkScalar } from './internal/validate.js';
+import { Tensor } from './tensor.js';
 
 type Operand = Tensor | number | boolean;
 

@@ -4,8 +4,8 @@ import { native } from './internal/binding.js';
 import { dtypeCode } from './internal/codes.js';
 import { diagnose } from './internal/diagnose.js';
 import { call, callMany } from './internal/methods.js';
-import { checkBool, checkInt, checkScalar } from './internal/validate.js';
-import { checkOptions, normalizeDim, Tensor } from './tensor.js';
+import { checkBoolean, checkInt, checkOptions, checkScalar } from './internal/validate.js';
+import { normalizeDim, Tensor } from './tensor.js';
 
 /** The result of reductions that also locate their values (`max(dim)`, `topk`, `sort`). */
 export interface ValuesIndices {
@@ -98,7 +98,7 @@ proto.sum = function sum(
   }
   const dtype = optionDtype('sum', options);
   const list = dim === undefined ? undefined : dims('sum', this, dim);
-  checkBool('sum', 'keepdim', keepdim, false);
+  checkBoolean('sum', 'keepdim', keepdim, false);
   return call('sum', { self: this }, () => native.sum(this._h, list, keepdim, dtype));
 };
 
@@ -110,7 +110,7 @@ proto.mean = function mean(
 ): Tensor {
   const dtype = optionDtype('mean', options);
   const list = dim === undefined ? undefined : dims('mean', this, dim);
-  checkBool('mean', 'keepdim', keepdim, false);
+  checkBoolean('mean', 'keepdim', keepdim, false);
   return call('mean', { self: this }, () => native.mean(this._h, list, keepdim, dtype));
 };
 
@@ -130,7 +130,7 @@ function extremum(op: 'max' | 'min') {
       return call(op, { self: this, other: dimOrOther }, () => pairwise(this._h, dimOrOther._h), 'broadcast');
     }
     normalizeDim(op, dimOrOther, this.ndim);
-    checkBool(op, 'keepdim', keepdim, false);
+    checkBoolean(op, 'keepdim', keepdim, false);
     const [values, indices] = callMany(op, { self: this }, () => along(this._h, dimOrOther, keepdim));
     return { values: values!, indices: indices! };
   };
@@ -158,8 +158,8 @@ proto.argmin = function argmin(this: Tensor, dim?: number, keepdim = false): Ten
 
 function spread(op: 'std' | 'var') {
   return function (this: Tensor, dim?: number | number[], unbiased = true, keepdim = false): Tensor {
-    checkBool(op, 'unbiased', unbiased, true);
-    checkBool(op, 'keepdim', keepdim, false);
+    checkBoolean(op, 'unbiased', unbiased, true);
+    checkBoolean(op, 'keepdim', keepdim, false);
     const list = dim === undefined ? undefined : dims(op, this, dim);
     return call(op, { self: this }, () => native[op](this._h, list, unbiased, keepdim));
   };

@@ -3,7 +3,13 @@ import { FlodlError, invalidArgument } from './errors.js';
 import { native } from './internal/binding.js';
 import { diagnose } from './internal/diagnose.js';
 import { call, callMany } from './internal/methods.js';
-import { checkBool, checkInt, checkIntList, checkNonNegativeInt, checkScalar } from './internal/validate.js';
+import {
+  checkBoolean,
+  checkInt,
+  checkIntList,
+  checkNonNegativeInt,
+  checkScalar,
+} from './internal/validate.js';
 import type { ValuesIndices } from './ops-reduce.js';
 import { normalizeDim, Tensor } from './tensor.js';
 
@@ -346,7 +352,7 @@ proto.scatterReduce = function scatterReduce(
   if (!['sum', 'prod', 'mean', 'amax', 'amin'].includes(reduce)) {
     throw invalidArgument('scatterReduce', 'reduce', "'sum', 'prod', 'mean', 'amax' or 'amin'", reduce);
   }
-  const includeSelf = checkBool('scatterReduce', 'includeSelf', options.includeSelf, true);
+  const includeSelf = checkBoolean('scatterReduce', 'includeSelf', options.includeSelf, true);
   return call('scatterReduce', { self: this, index, src }, () =>
     native.scatterReduce(this._h, dim, index._h, src._h, reduce, includeSelf),
   );
@@ -460,8 +466,8 @@ proto.sort = function sort(
   options: { stable?: boolean } = {},
 ): ValuesIndices {
   normalizeDim('sort', dim, this.ndim);
-  checkBool('sort', 'descending', descending, false);
-  const stable = checkBool('sort', 'stable', options.stable, false);
+  checkBoolean('sort', 'descending', descending, false);
+  const stable = checkBoolean('sort', 'stable', options.stable, false);
   const [values, indices] = callMany('sort', { self: this }, () =>
     native.sort(this._h, dim, descending, stable),
   );

@@ -8,6 +8,7 @@ import { FlodlError, invalidArgument } from './errors.js';
 import { formatTensor } from './format.js';
 import { native } from './internal/binding.js';
 import { dtypeCode, dtypeFromCode } from './internal/codes.js';
+import { checkOptions } from './internal/validate.js';
 import { release, track } from './scope.js';
 
 type FromImplementation = (data: TensorData, shape?: readonly number[], options?: TensorOptions) => Tensor;
@@ -275,21 +276,4 @@ export function normalizeDim(op: string, dim: unknown, ndim: number, name = 'dim
     });
   }
   return dim < 0 ? dim + span : dim;
-}
-
-/** Rejects option names that the op does not know (catches misspellings). */
-export function checkOptions(op: string, options: unknown, allowed: readonly string[]): void {
-  if (options === undefined) return;
-  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-    throw invalidArgument(op, 'options', 'an options object', options);
-  }
-  for (const key of Object.keys(options)) {
-    if (!allowed.includes(key)) {
-      throw new FlodlError('ERR_INVALID_ARGUMENT', `unknown option '${key}'`, {
-        op,
-        expected: `one of ${allowed.join(', ')}`,
-        got: key,
-      });
-    }
-  }
 }

@@ -1,6 +1,15 @@
 // Argument checks shared by the functional ops: each names the argument and says what was
 // expected and what was given, before anything reaches native code. Not exported from the package.
-import { broadcastShapes, FlodlError, invalidArgument, isFloatingPoint, Tensor } from '@flodl/tensor-native';
+import {
+  broadcastShapes,
+  checkOneOf,
+  FlodlError,
+  invalidArgument,
+  isFloatingPoint,
+  Tensor,
+} from '@flodl/tensor-native';
+
+export { checkBoolean, checkOneOf, checkOptions } from '@flodl/tensor-native';
 
 /** How a loss reduces its per-element values: none (keep them), their mean, or their sum. */
 export type Reduction = 'none' | 'mean' | 'sum';
@@ -8,36 +17,6 @@ export type Reduction = 'none' | 'mean' | 'sum';
 const REDUCTIONS: readonly Reduction[] = ['none', 'mean', 'sum'];
 
 // Options
-
-/**
- * Checks that `options` is absent or a plain object whose keys the op knows (catching
- * misspellings such as `{ strides: 2 }`), and returns it (`{}` when absent).
- */
-export function checkOptions<T extends object>(
-  op: string,
-  options: T | undefined,
-  allowed: readonly (keyof T & string)[],
-): T {
-  if (options === undefined) return {} as T;
-  if (
-    options === null ||
-    typeof options !== 'object' ||
-    Array.isArray(options) ||
-    options instanceof Tensor
-  ) {
-    throw invalidArgument(op, 'options', 'an options object', options);
-  }
-  for (const key of Object.keys(options)) {
-    if (!(allowed as readonly string[]).includes(key)) {
-      throw new FlodlError('ERR_INVALID_ARGUMENT', `unknown option '${key}'`, {
-        op,
-        expected: allowed.length === 0 ? 'no options' : `one of ${allowed.join(', ')}`,
-        got: key,
-      });
-    }
-  }
-  return options;
-}
 
 // Tensors and dtypes
 
@@ -319,24 +298,6 @@ export function checkProbability(op: string, name: string, value: unknown): numb
     throw invalidArgument(op, name, 'a probability in [0, 1]', value);
   }
   return value;
-}
-
-export function checkBoolean(op: string, name: string, value: unknown, fallback?: boolean): boolean {
-  if (value === undefined && fallback !== undefined) return fallback;
-  if (typeof value !== 'boolean') throw invalidArgument(op, name, 'a boolean', value);
-  return value;
-}
-
-export function checkOneOf<T extends string>(
-  op: string,
-  name: string,
-  value: unknown,
-  allowed: readonly T[],
-): T {
-  if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value)) {
-    throw invalidArgument(op, name, `one of ${allowed.map((item) => `'${item}'`).join(', ')}`, value);
-  }
-  return value as T;
 }
 
 /** The `reduction` option: 'mean' when absent. */

@@ -1,5 +1,7 @@
 import { invalidArgument } from '@flodl/tensor-native';
 
+export { checkBoolean, checkOneOf } from '@flodl/tensor-native';
+
 // Argument checks shared by the coordinator's config resolvers. Each names the
 // argument and throws ERR_INVALID_ARGUMENT with expected versus got.
 
@@ -23,25 +25,6 @@ export function checkNumberInRange(
     throw invalidArgument(op, name, `a finite number in [${min}, ${max}]`, value);
   }
   return value;
-}
-
-/** Throws unless `value` is a boolean. */
-export function checkBoolean(op: string, name: string, value: unknown): boolean {
-  if (typeof value !== 'boolean') throw invalidArgument(op, name, 'a boolean', value);
-  return value;
-}
-
-/** Throws unless `value` is one of `allowed`. */
-export function checkOneOf<T extends string>(
-  op: string,
-  name: string,
-  value: unknown,
-  allowed: readonly T[],
-): T {
-  if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value)) {
-    throw invalidArgument(op, name, `one of ${allowed.map((entry) => `'${entry}'`).join(', ')}`, value);
-  }
-  return value as T;
 }
 
 /** Rejects misspelled option names: every own key of `options` must be in `known`. */

@@ -1,5 +1,5 @@
 import { noGrad } from '@flodl/autograd';
-import { FlodlError, invalidArgument, Tensor, tidy } from '@flodl/tensor-native';
+import { checkOptions, FlodlError, invalidArgument, Tensor, tidy } from '@flodl/tensor-native';
 
 /** What `GradScaler` needs from an optimizer. */
 export interface ScalableOptimizer {
@@ -58,15 +58,7 @@ export class GradScaler {
   private readonly stepState = new Map<ScalableOptimizer, { unscaled: boolean; foundInf: boolean }>();
 
   constructor(options: GradScalerOptions = {}) {
-    for (const key of Object.keys(options)) {
-      if (!OPTION_KEYS.includes(key)) {
-        throw new FlodlError('ERR_INVALID_ARGUMENT', `unknown option '${key}'`, {
-          op: 'GradScaler',
-          expected: `one of ${OPTION_KEYS.join(', ')}`,
-          got: key,
-        });
-      }
-    }
+    checkOptions('GradScaler', options, OPTION_KEYS);
     const {
       initScale = 65536,
       growthFactor = 2,

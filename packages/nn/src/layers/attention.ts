@@ -5,7 +5,7 @@ import { empty, FlodlError, type Tensor, tidy, zeros } from '@flodl/tensor-nativ
 import * as init from '../init.js';
 import { Module } from '../module.js';
 import { Parameter } from '../parameter.js';
-import { checkLayerOptions, positiveInteger } from './common.js';
+import { checkOptions, positiveInteger } from './common.js';
 import { Linear } from './linear.js';
 
 /** Options of `MultiheadAttention`. */
@@ -59,7 +59,7 @@ export class MultiheadAttention extends Module<
 
   constructor(embedDim: number, numHeads: number, options: MultiheadAttentionOptions = {}) {
     super();
-    checkLayerOptions('MultiheadAttention', options, ['dropout', 'bias', 'batchFirst']);
+    checkOptions('MultiheadAttention', options, ['dropout', 'bias', 'batchFirst']);
     this.embedDim = positiveInteger('MultiheadAttention', 'embedDim', embedDim);
     this.numHeads = positiveInteger('MultiheadAttention', 'numHeads', numHeads);
     if (embedDim % numHeads !== 0) {
@@ -96,7 +96,7 @@ export class MultiheadAttention extends Module<
   }
 
   forward(query: Tensor, key: Tensor, value: Tensor, options: AttentionForwardOptions = {}): AttentionResult {
-    checkLayerOptions('MultiheadAttention.forward', options, [
+    checkOptions('MultiheadAttention.forward', options, [
       'keyPaddingMask',
       'needWeights',
       'attnMask',

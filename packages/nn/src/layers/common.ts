@@ -1,25 +1,7 @@
 // Small shared pieces of the layers: option checks and size normalisation.
-import { FlodlError, invalidArgument } from '@flodl/tensor-native';
+import { invalidArgument } from '@flodl/tensor-native';
 
-/** Rejects option keys the layer does not know (catches misspellings). */
-export function checkLayerOptions(
-  layer: string,
-  options: object | undefined,
-  allowed: readonly string[],
-): void {
-  if (options === undefined) return;
-  if (options === null || typeof options !== 'object')
-    throw invalidArgument(layer, 'options', 'an options object', options);
-  for (const key of Object.keys(options)) {
-    if (!allowed.includes(key)) {
-      throw new FlodlError('ERR_INVALID_ARGUMENT', `unknown option '${key}'`, {
-        op: layer,
-        expected: `one of ${allowed.join(', ')}`,
-        got: key,
-      });
-    }
-  }
-}
+export { checkOptions } from '@flodl/tensor-native';
 
 /** A positive integer argument, named in the error. */
 export function positiveInteger(layer: string, name: string, value: unknown): number {

@@ -12,7 +12,7 @@ import { empty, FlodlError, type Tensor } from '@flodl/tensor-native';
 import * as init from '../init.js';
 import { Module } from '../module.js';
 import { Parameter } from '../parameter.js';
-import { checkLayerOptions, positiveInteger, pythonTuple, tuple } from './common.js';
+import { checkOptions, positiveInteger, pythonTuple, tuple } from './common.js';
 
 /** How a convolution layer fills its padding (PyTorch's `padding_mode`). */
 export type PaddingMode = 'zeros' | 'reflect' | 'replicate' | 'circular';
@@ -132,7 +132,7 @@ abstract class ConvNd extends ConvBase {
     kernelSize: number | number[],
     options: ConvLayerOptions,
   ) {
-    checkLayerOptions(layer, options, ['stride', 'padding', 'dilation', 'groups', 'bias', 'paddingMode']);
+    checkOptions(layer, options, ['stride', 'padding', 'dilation', 'groups', 'bias', 'paddingMode']);
     super(layer, dims, inChannels, outChannels, kernelSize, options, false);
     const padding = options.padding ?? 0;
     this.padding =
@@ -246,7 +246,7 @@ abstract class ConvTransposeNd extends ConvBase {
     kernelSize: number | number[],
     options: ConvTransposeLayerOptions,
   ) {
-    checkLayerOptions(layer, options, ['stride', 'padding', 'outputPadding', 'groups', 'bias', 'dilation']);
+    checkOptions(layer, options, ['stride', 'padding', 'outputPadding', 'groups', 'bias', 'dilation']);
     super(layer, dims, inChannels, outChannels, kernelSize, options, true);
     this.padding = tuple(layer, 'padding', options.padding ?? 0, dims);
     this.outputPadding = tuple(layer, 'outputPadding', options.outputPadding ?? 0, dims);

@@ -3,7 +3,7 @@ import { empty, FlodlError, type Tensor, tidy } from '@flodl/tensor-native';
 import * as init from '../init.js';
 import { Module } from '../module.js';
 import { Parameter } from '../parameter.js';
-import { checkLayerOptions, positiveInteger, pythonBool, pythonFloat } from './common.js';
+import { checkOptions, positiveInteger, pythonBool, pythonFloat } from './common.js';
 
 /** Options of `Embedding`. */
 export interface EmbeddingLayerOptions {
@@ -63,7 +63,7 @@ export class Embedding extends Module {
   weight: Tensor;
   constructor(numEmbeddings: number, embeddingDim: number, options: EmbeddingLayerOptions = {}) {
     super();
-    checkLayerOptions('Embedding', options, ['paddingIdx', 'maxNorm', 'normType', 'scaleGradByFreq']);
+    checkOptions('Embedding', options, ['paddingIdx', 'maxNorm', 'normType', 'scaleGradByFreq']);
     this.numEmbeddings = positiveInteger('Embedding', 'numEmbeddings', numEmbeddings);
     this.embeddingDim = positiveInteger('Embedding', 'embeddingDim', embeddingDim);
     this.paddingIdx = checkPaddingIndex('Embedding', options.paddingIdx, numEmbeddings);
@@ -115,7 +115,7 @@ export class EmbeddingBag extends Module<[Tensor, Tensor?, Tensor?], Tensor> {
   weight: Tensor;
   constructor(numEmbeddings: number, embeddingDim: number, options: EmbeddingBagLayerOptions = {}) {
     super();
-    checkLayerOptions('EmbeddingBag', options, [
+    checkOptions('EmbeddingBag', options, [
       'mode',
       'maxNorm',
       'normType',

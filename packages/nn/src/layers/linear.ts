@@ -3,7 +3,7 @@ import { empty, type Tensor } from '@flodl/tensor-native';
 import * as init from '../init.js';
 import { Module } from '../module.js';
 import { Parameter } from '../parameter.js';
-import { checkLayerOptions, positiveInteger, pythonBool, pythonTuple } from './common.js';
+import { checkOptions, positiveInteger, pythonBool, pythonTuple } from './common.js';
 
 /** Options of `Linear`. */
 export interface LinearOptions {
@@ -29,7 +29,7 @@ export class Linear extends Module {
 
   constructor(inFeatures: number, outFeatures: number, options: LinearOptions = {}) {
     super();
-    checkLayerOptions('Linear', options, ['bias']);
+    checkOptions('Linear', options, ['bias']);
     this.inFeatures = positiveInteger('Linear', 'inFeatures', inFeatures);
     this.outFeatures = positiveInteger('Linear', 'outFeatures', outFeatures);
     this.weight = new Parameter(empty([outFeatures, inFeatures]));
@@ -69,7 +69,7 @@ export class Bilinear extends Module<[Tensor, Tensor], Tensor> {
 
   constructor(in1Features: number, in2Features: number, outFeatures: number, options: LinearOptions = {}) {
     super();
-    checkLayerOptions('Bilinear', options, ['bias']);
+    checkOptions('Bilinear', options, ['bias']);
     this.in1Features = positiveInteger('Bilinear', 'in1Features', in1Features);
     this.in2Features = positiveInteger('Bilinear', 'in2Features', in2Features);
     this.outFeatures = positiveInteger('Bilinear', 'outFeatures', outFeatures);

@@ -3,7 +3,7 @@ import { batchNorm, groupNorm, instanceNorm, layerNorm, rmsNorm } from '@flodl/a
 import { FlodlError, ones, type Tensor, tidy, zeros } from '@flodl/tensor-native';
 import { Module } from '../module.js';
 import { Buffer, Parameter } from '../parameter.js';
-import { checkLayerOptions, positiveInteger, pythonBool, pythonFloat, pythonTuple } from './common.js';
+import { checkOptions, positiveInteger, pythonBool, pythonFloat, pythonTuple } from './common.js';
 
 /** Options of the batch and instance norm layers (PyTorch's defaults differ per layer). */
 export interface BatchNormLayerOptions {
@@ -35,7 +35,7 @@ abstract class NormBase extends Module {
     defaults: { affine: boolean; track: boolean },
   ) {
     super();
-    checkLayerOptions(layer, options, BATCH_KEYS);
+    checkOptions(layer, options, BATCH_KEYS);
     this.numFeatures = positiveInteger(layer, 'numFeatures', numFeatures);
     this.eps = options.eps ?? 1e-5;
     this.momentum = options.momentum === undefined ? 0.1 : options.momentum;
@@ -212,7 +212,7 @@ export class LayerNorm extends Module {
   bias: Tensor | null;
   constructor(normalizedShape: number | number[], options: LayerNormOptions = {}) {
     super();
-    checkLayerOptions('LayerNorm', options, ['eps', 'elementwiseAffine', 'bias']);
+    checkOptions('LayerNorm', options, ['eps', 'elementwiseAffine', 'bias']);
     this.normalizedShape = shapeOf('LayerNorm', normalizedShape);
     this.eps = options.eps ?? 1e-5;
     const affine = options.elementwiseAffine !== false;
@@ -236,7 +236,7 @@ export class RMSNorm extends Module {
   weight: Tensor | null;
   constructor(normalizedShape: number | number[], options: LayerNormOptions = {}) {
     super();
-    checkLayerOptions('RMSNorm', options, ['eps', 'elementwiseAffine']);
+    checkOptions('RMSNorm', options, ['eps', 'elementwiseAffine']);
     this.normalizedShape = shapeOf('RMSNorm', normalizedShape);
     this.eps = options.eps;
     this.weight = options.elementwiseAffine === false ? null : new Parameter(ones(this.normalizedShape));
@@ -263,7 +263,7 @@ export class GroupNorm extends Module {
   bias: Tensor | null;
   constructor(numGroups: number, numChannels: number, options: { eps?: number; affine?: boolean } = {}) {
     super();
-    checkLayerOptions('GroupNorm', options, ['eps', 'affine']);
+    checkOptions('GroupNorm', options, ['eps', 'affine']);
     this.numGroups = positiveInteger('GroupNorm', 'numGroups', numGroups);
     this.numChannels = positiveInteger('GroupNorm', 'numChannels', numChannels);
     if (numChannels % numGroups !== 0) {

@@ -10,7 +10,7 @@ import {
 } from '@flodl/autograd';
 import type { Tensor, ValuesIndices } from '@flodl/tensor-native';
 import { Module } from '../module.js';
-import { checkLayerOptions, pythonBool, pythonTuple } from './common.js';
+import { checkOptions, pythonBool, pythonTuple } from './common.js';
 
 type Size = number | number[];
 
@@ -51,7 +51,7 @@ abstract class MaxPoolNd extends Module<[Tensor], any> {
     readonly options: MaxPoolLayerOptions,
   ) {
     super();
-    checkLayerOptions(layer, options, MAX_KEYS);
+    checkOptions(layer, options, MAX_KEYS);
   }
   override extraRepr(): string {
     const { stride, padding = 0, dilation = 1, ceilMode = false } = this.options;
@@ -87,7 +87,7 @@ abstract class AvgPoolNd extends Module {
     keys: string[],
   ) {
     super();
-    checkLayerOptions(layer, options, keys);
+    checkOptions(layer, options, keys);
   }
   override extraRepr(): string {
     const { stride, padding = 0 } = this.options;
@@ -154,7 +154,7 @@ export class AdaptiveMaxPool2d extends Module<[Tensor], any> {
     readonly options: { returnIndices?: boolean } = {},
   ) {
     super();
-    checkLayerOptions('AdaptiveMaxPool2d', options, ['returnIndices']);
+    checkOptions('AdaptiveMaxPool2d', options, ['returnIndices']);
   }
   forward(input: Tensor): Tensor | ValuesIndices {
     return adaptiveMaxPool2d(input, this.outputSize, this.options as never);

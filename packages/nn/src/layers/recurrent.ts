@@ -5,7 +5,7 @@ import { aten, backends, empty, FlodlError, type Tensor, tidy } from '@flodl/ten
 import * as init from '../init.js';
 import { Module } from '../module.js';
 import { Parameter } from '../parameter.js';
-import { checkLayerOptions, positiveInteger, pythonBool, pythonFloat } from './common.js';
+import { checkOptions, positiveInteger, pythonBool, pythonFloat } from './common.js';
 
 /** Options of GRU and LSTM (PyTorch's keywords and defaults). */
 export interface RecurrentLayerOptions {
@@ -44,7 +44,7 @@ abstract class RecurrentBase extends Module<any, any> {
     options: RecurrentLayerOptions,
   ) {
     super();
-    checkLayerOptions(layer, options, OPTION_KEYS);
+    checkOptions(layer, options, OPTION_KEYS);
     this.#cudnnMode = layer === 'LSTM' ? 2 : 3;
     this.inputSize = positiveInteger(layer, 'inputSize', inputSize);
     this.hiddenSize = positiveInteger(layer, 'hiddenSize', hiddenSize);
@@ -225,7 +225,7 @@ abstract class CellBase extends Module<any, any> {
     options: { bias?: boolean },
   ) {
     super();
-    checkLayerOptions(layer, options, ['bias']);
+    checkOptions(layer, options, ['bias']);
     this.inputSize = positiveInteger(layer, 'inputSize', inputSize);
     this.hiddenSize = positiveInteger(layer, 'hiddenSize', hiddenSize);
     this.weight_ih = new Parameter(empty([gates * hiddenSize, inputSize]));

@@ -13,7 +13,7 @@ import { cloneModule } from '../clone.js';
 import { ModuleList } from '../containers.js';
 import { Module } from '../module.js';
 import { MultiheadAttention } from './attention.js';
-import { checkLayerOptions, positiveInteger } from './common.js';
+import { checkOptions, positiveInteger } from './common.js';
 import { Dropout } from './dropout.js';
 import { Linear } from './linear.js';
 import { LayerNorm } from './normalization.js';
@@ -75,7 +75,7 @@ export function layerSettings(
   options: TransformerLayerOptions,
   allowed: readonly string[] = LAYER_OPTION_NAMES,
 ): LayerSettings {
-  checkLayerOptions(op, options, allowed);
+  checkOptions(op, options, allowed);
   positiveInteger(op, 'dModel', dModel);
   positiveInteger(op, 'nhead', nhead);
   const model = dModel as number;
@@ -394,7 +394,7 @@ export abstract class TransformerStackBase<
     optionNames: readonly string[],
   ) {
     super();
-    checkLayerOptions(op, options, optionNames);
+    checkOptions(op, options, optionNames);
     // Every check before the copies are made, so a failing call allocates nothing.
     const norm = optionalNorm(op, options.norm);
     this.layers = layerClones(op, layerName, layer, numLayers);

@@ -4,7 +4,7 @@
 import type { Tensor } from '@flodl/tensor-native';
 import type { Module } from '../module.js';
 import type { MultiheadAttention } from './attention.js';
-import { checkLayerOptions } from './common.js';
+import { checkOptions } from './common.js';
 import type { Dropout } from './dropout.js';
 import type { LayerNorm } from './normalization.js';
 import {
@@ -89,7 +89,7 @@ export class TransformerDecoderLayer extends TransformerLayerBase<TransformerDec
   forward(...inputs: TransformerDecoderInputs): Tensor {
     const [tgt, memory, tgtMask, memoryMask, tgtKeyPaddingMask, memoryKeyPaddingMask, options = {}] = inputs;
     const op = `${LAYER}.forward`;
-    checkLayerOptions(op, options, ['tgtIsCausal', 'memoryIsCausal']);
+    checkOptions(op, options, ['tgtIsCausal', 'memoryIsCausal']);
     const target = sequenceShape(op, 'tgt', tgt, this.dModel, this.batchFirst);
     const source = sequenceShape(op, 'memory', memory, this.dModel, this.batchFirst);
     checkSameBatch(op, ['tgt', 'memory'], target, source);
@@ -151,7 +151,7 @@ export class TransformerDecoder<
 
   forward(...inputs: TransformerDecoderInputs): Tensor {
     const [tgt, memory, tgtMask, memoryMask, tgtKeyPaddingMask, memoryKeyPaddingMask, options] = inputs;
-    checkLayerOptions(`${STACK}.forward`, options, ['tgtIsCausal', 'memoryIsCausal']);
+    checkOptions(`${STACK}.forward`, options, ['tgtIsCausal', 'memoryIsCausal']);
     return this.runLayers(tgt, (layer, x) =>
       layer.forward(x, memory, tgtMask, memoryMask, tgtKeyPaddingMask, memoryKeyPaddingMask, options),
     );

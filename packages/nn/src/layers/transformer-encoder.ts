@@ -2,7 +2,7 @@
 // copies of it, with PyTorch 1.13's submodules, state_dict keys, init order and computation.
 import type { Tensor } from '@flodl/tensor-native';
 import type { Module } from '../module.js';
-import { checkLayerOptions } from './common.js';
+import { checkOptions } from './common.js';
 import {
   checkAttentionMask,
   checkKeyPaddingMask,
@@ -66,7 +66,7 @@ export class TransformerEncoderLayer extends TransformerLayerBase<TransformerEnc
   forward(...inputs: TransformerEncoderInputs): Tensor {
     const [src, srcMask, srcKeyPaddingMask, options = {}] = inputs;
     const op = `${LAYER}.forward`;
-    checkLayerOptions(op, options, ['isCausal']);
+    checkOptions(op, options, ['isCausal']);
     const sequence = sequenceShape(op, 'src', src, this.dModel, this.batchFirst);
     checkAttentionMask(op, 'srcMask', srcMask, {
       target: sequence,
@@ -128,7 +128,7 @@ export class TransformerEncoder<
 
   forward(...inputs: TransformerEncoderInputs): Tensor {
     const [src, mask, srcKeyPaddingMask, options] = inputs;
-    checkLayerOptions(`${STACK}.forward`, options, ['isCausal']);
+    checkOptions(`${STACK}.forward`, options, ['isCausal']);
     return this.runLayers(src, (layer, x) => layer.forward(x, mask, srcKeyPaddingMask, options));
   }
 }

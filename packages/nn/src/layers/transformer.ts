@@ -10,7 +10,7 @@ import {
 } from '@flodl/tensor-native';
 import * as init from '../init.js';
 import { Module } from '../module.js';
-import { checkLayerOptions, positiveInteger } from './common.js';
+import { checkOptions, positiveInteger } from './common.js';
 import { LayerNorm } from './normalization.js';
 import {
   LAYER_OPTION_NAMES,
@@ -121,7 +121,7 @@ export class Transformer extends Module<TransformerInputs, Tensor> {
 
   constructor(options: TransformerOptions = {}) {
     super();
-    checkLayerOptions(OP, options, [
+    checkOptions(OP, options, [
       'dModel',
       'nhead',
       'numEncoderLayers',
@@ -190,7 +190,7 @@ export class Transformer extends Module<TransformerInputs, Tensor> {
       options = {},
     ] = inputs;
     const op = `${OP}.forward`;
-    checkLayerOptions(op, options, ['srcIsCausal', 'tgtIsCausal', 'memoryIsCausal']);
+    checkOptions(op, options, ['srcIsCausal', 'tgtIsCausal', 'memoryIsCausal']);
     const source = sequenceShape(op, 'src', src, this.dModel, this.batchFirst);
     const target = sequenceShape(op, 'tgt', tgt, this.dModel, this.batchFirst);
     if (source.batch !== null && source.batch !== target.batch) {
@@ -223,7 +223,7 @@ export class Transformer extends Module<TransformerInputs, Tensor> {
     options: { device?: Device; dtype?: DType } = {},
   ): Tensor {
     positiveInteger('Transformer.generateSquareSubsequentMask', 'size', size);
-    checkLayerOptions('Transformer.generateSquareSubsequentMask', options, ['device', 'dtype']);
+    checkOptions('Transformer.generateSquareSubsequentMask', options, ['device', 'dtype']);
     const { dtype = 'float32', device } = options;
     return tidy(() =>
       full([size, size], Number.NEGATIVE_INFINITY, {

@@ -1,7 +1,7 @@
 import { interpolate, pixelShuffle, pixelUnshuffle } from '@flodl/autograd';
 import type { Tensor } from '@flodl/tensor-native';
 import { Module } from '../module.js';
-import { checkLayerOptions, positiveInteger, pythonFloat, pythonSize, pythonTuple } from './common.js';
+import { checkOptions, positiveInteger, pythonFloat, pythonSize, pythonTuple } from './common.js';
 
 /** Options of `Upsample`. */
 export interface UpsampleOptions {
@@ -16,7 +16,7 @@ export interface UpsampleOptions {
 export class Upsample extends Module {
   constructor(readonly options: UpsampleOptions) {
     super();
-    checkLayerOptions('Upsample', options, ['size', 'scaleFactor', 'mode', 'alignCorners']);
+    checkOptions('Upsample', options, ['size', 'scaleFactor', 'mode', 'alignCorners']);
   }
   forward(input: Tensor): Tensor {
     return interpolate(input, { mode: 'nearest', ...this.options });

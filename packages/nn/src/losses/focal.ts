@@ -1,6 +1,6 @@
 import { binaryCrossEntropyWithLogits } from '@flodl/autograd';
 import { FlodlError, invalidArgument, type Tensor, tidy } from '@flodl/tensor-native';
-import { checkLayerOptions } from '../layers/common.js';
+import { checkOptions } from '../layers/common.js';
 import { Module } from '../module.js';
 
 /** Options of `focalLoss` (the defaults of the RetinaNet paper and torchvision). */
@@ -66,7 +66,7 @@ export function focalLoss(input: Tensor, target: Tensor, options: FocalLossOptio
 export class FocalLoss extends Module<[Tensor, Tensor], Tensor> {
   constructor(readonly options: FocalLossOptions = {}) {
     super();
-    checkLayerOptions('FocalLoss', options, ['alpha', 'gamma', 'reduction']);
+    checkOptions('FocalLoss', options, ['alpha', 'gamma', 'reduction']);
   }
   forward(input: Tensor, target: Tensor): Tensor {
     return focalLoss(input, target, this.options);

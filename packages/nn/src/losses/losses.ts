@@ -31,7 +31,7 @@ import {
   tripletMarginLoss,
 } from '@flodl/autograd';
 import type { Tensor } from '@flodl/tensor-native';
-import { checkLayerOptions } from '../layers/common.js';
+import { checkOptions } from '../layers/common.js';
 import { Module } from '../module.js';
 import { Buffer } from '../parameter.js';
 
@@ -49,7 +49,7 @@ abstract class Loss<Options extends object, Inputs extends unknown[] = [Tensor, 
     keys: readonly (keyof Options & string)[],
   ) {
     super();
-    checkLayerOptions(layer, options, keys);
+    checkOptions(layer, options, keys);
     this.options = options ?? ({} as Options);
   }
 }

@@ -2,6 +2,8 @@
 // `paramGroups[1].betas`) and shows what was expected versus what came.
 import { FlodlError, invalidArgument } from '@flodl/tensor-native';
 
+export { checkBoolean } from '@flodl/tensor-native';
+
 /** @internal Throws ERR_INVALID_ARGUMENT for any key of `options` outside `allowed` (catches misspellings). */
 export function rejectUnknownKeys(
   op: string,
@@ -55,12 +57,6 @@ export function checkNumberAtLeast(
 export function checkFiniteNumber(op: string, name: string, value: unknown): number {
   if (typeof value !== 'number' || !Number.isFinite(value))
     throw invalidArgument(op, name, 'a finite number', value);
-  return value;
-}
-
-/** @internal A boolean. */
-export function checkBoolean(op: string, name: string, value: unknown): boolean {
-  if (typeof value !== 'boolean') throw invalidArgument(op, name, 'a boolean', value);
   return value;
 }
 

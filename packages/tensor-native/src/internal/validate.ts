@@ -1,5 +1,5 @@
 // Argument checks that name the argument; used before native calls on the non-hot paths.
-import { invalidArgument } from '../errors.js';
+import { FlodlError, invalidArgument } from '../errors.js';
 
 export function checkInt(op: string, name: string, value: unknown): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value))
@@ -25,8 +25,12 @@ export function checkScalar(op: string, name: string, value: unknown): number | 
   throw invalidArgument(op, name, 'a number or boolean', value);
 }
 
-export function checkBool(op: string, name: string, value: unknown, fallback: boolean): boolean {
-  if (value === undefined) return fallback;
+/**
+ * A boolean argument, or `fallback` when it is undefined and a fallback is given.
+ * @throws FlodlError ERR_INVALID_ARGUMENT otherwise
+ */
+export function checkBoolean(op: string, name: string, value: unknown, fallback?: boolean): boolean {
+  if (value === undefined && fallback !== undefined) return fallback;
   if (typeof value !== 'boolean') throw invalidArgument(op, name, 'a boolean', value);
   return value;
 }
@@ -52,6 +56,10 @@ export function checkShape(op: string, value: unknown, name = 'shape'): number[]
   return value as number[];
 }
 
+/**
+ * A string argument that must be one of `allowed`.
+ * @throws FlodlError ERR_INVALID_ARGUMENT otherwise, listing the allowed values
+ */
 export function checkOneOf<T extends string>(
   op: string,
   name: string,
@@ -62,4 +70,38 @@ export function checkOneOf<T extends string>(
     throw invalidArgument(op, name, `one of ${allowed.map((item) => `'${item}'`).join(', ')}`, value);
   }
   return value as T;
+}
+
+/**
+ * Checks that `options` is absent or a plain options object whose keys the op knows (catching
+ * misspellings such as `{ dtyp: 'float64' }`), and returns it (`{}` when absent). For packages
+ * built on this one: every option check of the framework goes through it.
+ *
+ * @example const { dim = 0 } = checkOptions('softmax', options, ['dim']);
+ * @throws FlodlError ERR_INVALID_ARGUMENT for anything but a plain object (a Tensor, an array) or an unknown key
+ */
+export function checkOptions<T extends object>(
+  op: string,
+  options: T | undefined,
+  allowed: readonly (keyof T & string)[] | readonly string[],
+): T {
+  if (options === undefined) return {} as T;
+  if (!isPlainObject(options)) throw invalidArgument(op, 'options', 'an options object', options);
+  for (const key of Object.keys(options)) {
+    if (!(allowed as readonly string[]).includes(key)) {
+      throw new FlodlError('ERR_INVALID_ARGUMENT', `unknown option '${key}'`, {
+        op,
+        expected: allowed.length === 0 ? 'no options' : `one of ${allowed.join(', ')}`,
+        got: key,
+      });
+    }
+  }
+  return options;
+}
+
+/** An object literal (or a null-prototype object): not an array, a Tensor or another class's instance. */
+function isPlainObject(value: unknown): value is object {
+  if (value === null || typeof value !== 'object') return false;
+  const prototype = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
 }

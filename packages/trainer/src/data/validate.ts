@@ -1,22 +1,7 @@
 // Argument checks for the data pipeline: each names the argument and says what it expected.
 import { FlodlError, invalidArgument } from '@flodl/tensor-native';
 
-/** Rejects option names the callee does not know (catches misspellings such as `batchsize`). */
-export function checkOptions(op: string, options: unknown, allowed: readonly string[]): void {
-  if (options === undefined) return;
-  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-    throw invalidArgument(op, 'options', 'an options object', options);
-  }
-  for (const key of Object.keys(options)) {
-    if (!allowed.includes(key)) {
-      throw new FlodlError('ERR_INVALID_ARGUMENT', `unknown option '${key}'`, {
-        op,
-        expected: `one of ${allowed.join(', ')}`,
-        got: key,
-      });
-    }
-  }
-}
+export { checkBoolean, checkOptions } from '@flodl/tensor-native';
 
 /** An integer >= 0 that is exactly representable (`Number.isSafeInteger`). */
 export function checkNonNegativeInteger(op: string, name: string, value: unknown): number {
@@ -31,13 +16,6 @@ export function checkPositiveInteger(op: string, name: string, value: unknown): 
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
     throw invalidArgument(op, name, 'a positive integer', value);
   }
-  return value;
-}
-
-/** A boolean, or `fallback` when undefined. */
-export function checkBoolean(op: string, name: string, value: unknown, fallback: boolean): boolean {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'boolean') throw invalidArgument(op, name, 'a boolean', value);
   return value;
 }
 

@@ -2,7 +2,7 @@
 // our functional API: builds the leaves, calls the op, and compares outputs, gradients and
 // in-place changes with PyTorch's.
 import { readFileSync } from 'node:fs';
-import { autogradGrad, type DType, Tensor, tidy } from '@flodl/tensor-native';
+import { autogradGrad, type DType, manualSeed, Tensor, tidy } from '@flodl/tensor-native';
 import { expect } from 'vitest';
 import { F } from '../../src/index.js';
 import { forDevice } from './device.js';
@@ -52,7 +52,7 @@ export function loadGoldens(): NnGoldens {
   return JSON.parse(readFileSync(new URL('../fixtures/nn.json', import.meta.url), 'utf8')) as NnGoldens;
 }
 
-function decode(value: EncodedValue): number | boolean {
+export function decode(value: EncodedValue): number | boolean {
   if (value === 'nan') return Number.NaN;
   if (value === 'inf') return Number.POSITIVE_INFINITY;
   if (value === '-inf') return Number.NEGATIVE_INFINITY;
@@ -107,12 +107,20 @@ export function expectTensor(
   expect(mismatches, `${label} values (atol ${atol}, rtol ${rtol})`).toEqual([]);
 }
 
+/** What {@link runGolden} replays: nn.json's cases, and rnn-loss.json's (seeded, no in-place changes). */
+export type ReplayedCase = Omit<GoldenCase, 'mutated'> & {
+  mutated?: Record<string, TensorFixture>;
+  /** Seeds the generator right before the op (dropout inside it). */
+  seed?: number;
+};
+
 /** Runs one case in a tidy scope and checks outputs, gradients and in-place changes. */
-export function runGolden(golden: GoldenCase): void {
+export function runGolden(golden: ReplayedCase): void {
   tidy(() => {
     const leaves: Record<string, Tensor> = {};
     for (const [name, tensor] of Object.entries(golden.tensors)) leaves[name] = makeTensor(tensor);
     for (const name of golden.grad) leaves[name]!.requiresGrad_(true);
+    if (golden.seed !== undefined) manualSeed(golden.seed);
     const run = F[golden.op] as (...args: unknown[]) => Tensor | Record<string, Tensor>;
     const result = run(...golden.args.map((argument) => decodeArgument(argument, leaves)));
     const outputs: Record<string, Tensor> = result instanceof Tensor ? { result } : result;
@@ -120,7 +128,7 @@ export function runGolden(golden: GoldenCase): void {
     for (const [name, expected] of Object.entries(golden.outputs)) {
       expectTensor(outputs[name], expected, golden, `output ${name}`);
     }
-    for (const [name, expected] of Object.entries(golden.mutated)) {
+    for (const [name, expected] of Object.entries(golden.mutated ?? {})) {
       expectTensor(leaves[name], expected, golden, `${name} after the call`);
     }
     if (golden.grad.length === 0) return;
@@ -138,8 +146,8 @@ export function runGolden(golden: GoldenCase): void {
   });
 }
 
-export function groupsOf(cases: readonly GoldenCase[]): Map<string, GoldenCase[]> {
-  const groups = new Map<string, GoldenCase[]>();
+export function groupsOf<C extends { group: string }>(cases: readonly C[]): Map<string, C[]> {
+  const groups = new Map<string, C[]>();
   for (const golden of cases) groups.set(golden.group, [...(groups.get(golden.group) ?? []), golden]);
   return groups;
 }

@@ -4,6 +4,7 @@
 // the CPU, cuDNN recurrent layers, fused Adam/AdamW, float16 autocast with GradScaler.
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { assert, check, finish } from '../../tensor-native/scripts/check-harness.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const packages = join(here, '..', '..');
@@ -11,22 +12,6 @@ const flodl = await import(join(packages, 'tensor-native', 'dist', 'index.js'));
 const autograd = await import(join(packages, 'autograd', 'dist', 'index.js'));
 const nn = await import(join(packages, 'nn', 'dist', 'index.js'));
 const { tidy, manualSeed, randn, randint, cuda, keep, liveTensorCount } = flodl;
-
-let passes = 0;
-let failures = 0;
-function check(name, fn) {
-  try {
-    fn();
-    passes++;
-    console.log(`ok   ${name}`);
-  } catch (error) {
-    failures++;
-    console.log(`FAIL ${name}: ${error instanceof Error ? error.stack : error}`);
-  }
-}
-function assert(condition, message) {
-  if (!condition) throw new Error(message);
-}
 
 function trainCnn(device, steps) {
   manualSeed(5);
@@ -259,5 +244,4 @@ check('memory: 2000 CUDA training steps keep allocated bytes and live tensors fl
   labels.dispose();
 });
 
-console.log(`${passes} passed, ${failures} failed`);
-process.exit(failures === 0 ? 0 : 1);
+finish();

@@ -4,6 +4,7 @@
 //   node scripts/gpu-check.mjs
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { assert, check, finish } from './check-harness.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const flodl = await import(join(here, '..', 'dist', 'index.js'));
@@ -11,21 +12,6 @@ const { CudaEvent, CudaStream, withStream, ones } = flodl;
 const { Tensor, FlodlError, cuda, manualSeed, rand, randn, tidy, zeros, cat, liveTensorCount, buildInfo } =
   flodl;
 
-let failures = 0;
-let passes = 0;
-function check(name, fn) {
-  try {
-    fn();
-    passes++;
-    console.log(`ok   ${name}`);
-  } catch (error) {
-    failures++;
-    console.log(`FAIL ${name}: ${error instanceof Error ? error.stack : error}`);
-  }
-}
-function assert(condition, message) {
-  if (!condition) throw new Error(message);
-}
 function sameOnBoth(name, make, { atol = 1e-5, rtol = 1e-4 } = {}) {
   check(name, () =>
     tidy(() => {
@@ -183,5 +169,4 @@ check('streams and events: a side-stream copy ordered before compute, timed', ()
   }),
 );
 
-console.log(`${passes} passed, ${failures} failed`);
-process.exit(failures === 0 ? 0 : 1);
+finish();

@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { assert, check, finish } from '../../tensor-native/scripts/check-harness.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const packages = join(here, '..', '..');
@@ -26,21 +27,6 @@ if (device !== 'cpu' && !cuda.isAvailable()) {
 }
 console.log(`device ${device}${device === 'cpu' ? '' : ` (${cuda.deviceName(0)})`}`);
 
-let passes = 0;
-let failures = 0;
-function check(name, fn) {
-  try {
-    fn();
-    passes++;
-    console.log(`ok   ${name}`);
-  } catch (error) {
-    failures++;
-    console.log(`FAIL ${name}: ${error instanceof Error ? error.stack : error}`);
-  }
-}
-function assert(condition, message) {
-  if (!condition) throw new Error(message);
-}
 const allocated = () => (device === 'cpu' ? 0 : cuda.memoryAllocated(0));
 function sameValues(a, b, what) {
   tidy(() => {
@@ -209,5 +195,4 @@ check('training on device batches follows the CPU (float64 MLP, 30 steps)', () =
 
 cpuLoader.dispose();
 tensors.dispose();
-console.log(`${passes} passed, ${failures} failed; live tensors left: ${liveTensorCount()}`);
-process.exit(failures === 0 ? 0 : 1);
+finish(`; live tensors left: ${liveTensorCount()}`);

@@ -22,35 +22,54 @@
 namespace flodl {
 namespace {
 
+#if defined(FLODL_FUSED_ADAM) || defined(FLODL_FOREACH_ADAM)
+// What both Adam kernels take: the group's lists from argument 0 on (params, grads, both
+// moments, the maxima with amsgrad, else absent) and its settings from argument `first` on
+// (lr, beta1, beta2, weightDecay, eps, amsgrad, maximize, decoupled).
+struct AdamGroup {
+  std::vector<at::Tensor> params, grads, expAvgs, expAvgSqs, maxExpAvgSqs;
+  double lr, beta1, beta2, weightDecay, eps;
+  bool amsgrad, maximize, decoupled;
+};
+
+AdamGroup readAdamGroup(Call& c, size_t first) {
+  AdamGroup g{c.tensors(0),
+              c.tensors(1),
+              c.tensors(2),
+              c.tensors(3),
+              c.isAbsent(4) ? std::vector<at::Tensor>{} : c.tensors(4),
+              c.number(first),
+              c.number(first + 1),
+              c.number(first + 2),
+              c.number(first + 3),
+              c.number(first + 4),
+              c.flag(first + 5),
+              c.flag(first + 6),
+              c.flag(first + 7)};
+  const size_t n = g.params.size();
+  if (g.grads.size() != n || g.expAvgs.size() != n || g.expAvgSqs.size() != n) c.invalid(1, "one entry per parameter");
+  if (g.amsgrad && g.maxExpAvgSqs.size() != n) c.invalid(4, "one max_exp_avg_sq per parameter with amsgrad");
+  return g;
+}
+#endif
+
 #ifdef FLODL_FUSED_ADAM
-// fusedAdam(params[], grads[], expAvgs[], expAvgSqs[], maxExpAvgSqs[], steps[], lr, beta1, beta2,
+// fusedAdam(params[], grads[], expAvgs[], expAvgSqs[], maxExpAvgSqs[]?, steps[], lr, beta1, beta2,
 //           weightDecay, eps, amsgrad, maximize, decoupled)
 // `steps` are float32 scalar tensors on the parameters' device, incremented by the kernel.
 FLODL_OP(fusedAdam) {
-  std::vector<at::Tensor> params = c.tensors(0);
-  const std::vector<at::Tensor> grads = c.tensors(1);
-  std::vector<at::Tensor> expAvgs = c.tensors(2);
-  std::vector<at::Tensor> expAvgSqs = c.tensors(3);
-  std::vector<at::Tensor> maxExpAvgSqs = c.isAbsent(4) ? std::vector<at::Tensor>{} : c.tensors(4);
+  AdamGroup g = readAdamGroup(c, 6);
   std::vector<at::Tensor> steps = c.tensors(5);
-  const double lr = c.number(6);
-  const double beta1 = c.number(7);
-  const double beta2 = c.number(8);
-  const double weightDecay = c.number(9);
-  const double eps = c.number(10);
-  const bool amsgrad = c.flag(11);
-  const bool maximize = c.flag(12);
-  const bool decoupled = c.flag(13);
-  if (decoupled) {
+  if (g.decoupled) {
 #ifdef FLODL_FUSED_ADAMW
-    at::_fused_adamw_(params, grads, expAvgs, expAvgSqs, maxExpAvgSqs, steps, lr, beta1, beta2, weightDecay, eps,
-                      amsgrad, maximize);
+    at::_fused_adamw_(g.params, g.grads, g.expAvgs, g.expAvgSqs, g.maxExpAvgSqs, steps, g.lr, g.beta1, g.beta2,
+                      g.weightDecay, g.eps, g.amsgrad, g.maximize);
 #else
     c.state.fail("ERR_NATIVE", c.op, "this libtorch has no fused AdamW kernel");
 #endif
   } else {
-    at::_fused_adam_(params, grads, expAvgs, expAvgSqs, maxExpAvgSqs, steps, lr, beta1, beta2, weightDecay, eps,
-                     amsgrad, maximize);
+    at::_fused_adam_(g.params, g.grads, g.expAvgs, g.expAvgSqs, g.maxExpAvgSqs, steps, g.lr, g.beta1, g.beta2,
+                     g.weightDecay, g.eps, g.amsgrad, g.maximize);
   }
   return c.undefined();
 }
@@ -78,47 +97,32 @@ std::vector<at::Scalar> scalarList(Call& c, size_t i, size_t expected) {
 // _multi_tensor_adam (non-capturable): stepSizes[k] = -lr / (1 - beta1^step_k) and
 // biasCorrection2Sqrts[k] = sqrt(1 - beta2^step_k), with the steps counted by the caller.
 FLODL_OP(foreachAdam) {
-  std::vector<at::Tensor> params = c.tensors(0);
-  std::vector<at::Tensor> grads = c.tensors(1);
-  std::vector<at::Tensor> expAvgs = c.tensors(2);
-  std::vector<at::Tensor> expAvgSqs = c.tensors(3);
-  std::vector<at::Tensor> maxExpAvgSqs = c.isAbsent(4) ? std::vector<at::Tensor>{} : c.tensors(4);
-  const size_t n = params.size();
-  if (grads.size() != n || expAvgs.size() != n || expAvgSqs.size() != n) c.invalid(1, "one entry per parameter");
-  const std::vector<at::Scalar> stepSizes = scalarList(c, 5, n);
-  const std::vector<at::Scalar> biasCorrection2Sqrts = scalarList(c, 6, n);
-  const double lr = c.number(7);
-  const double beta1 = c.number(8);
-  const double beta2 = c.number(9);
-  const double weightDecay = c.number(10);
-  const double eps = c.number(11);
-  const bool amsgrad = c.flag(12);
-  const bool maximize = c.flag(13);
-  const bool decoupled = c.flag(14);
-  if (amsgrad && maxExpAvgSqs.size() != n) c.invalid(4, "one max_exp_avg_sq per parameter with amsgrad");
+  AdamGroup g = readAdamGroup(c, 7);
+  const std::vector<at::Scalar> stepSizes = scalarList(c, 5, g.params.size());
+  const std::vector<at::Scalar> biasCorrection2Sqrts = scalarList(c, 6, g.params.size());
   at::NoGradGuard noGrad;
-  std::vector<at::Tensor> directions = maximize ? at::_foreach_neg(grads) : grads;
-  if (weightDecay != 0) {
-    if (decoupled) {
-      at::_foreach_mul_(params, at::Scalar(1 - lr * weightDecay));
+  std::vector<at::Tensor> directions = g.maximize ? at::_foreach_neg(g.grads) : g.grads;
+  if (g.weightDecay != 0) {
+    if (g.decoupled) {
+      at::_foreach_mul_(g.params, at::Scalar(1 - g.lr * g.weightDecay));
     } else {
-      directions = at::_foreach_add(directions, params, at::Scalar(weightDecay));
+      directions = at::_foreach_add(directions, g.params, at::Scalar(g.weightDecay));
     }
   }
-  at::_foreach_lerp_(expAvgs, directions, at::Scalar(1 - beta1));
-  at::_foreach_mul_(expAvgSqs, at::Scalar(beta2));
-  at::_foreach_addcmul_(expAvgSqs, directions, directions, at::Scalar(1 - beta2));
+  at::_foreach_lerp_(g.expAvgs, directions, at::Scalar(1 - g.beta1));
+  at::_foreach_mul_(g.expAvgSqs, at::Scalar(g.beta2));
+  at::_foreach_addcmul_(g.expAvgSqs, directions, directions, at::Scalar(1 - g.beta2));
   directions.clear();
   std::vector<at::Tensor> denominators;
-  if (amsgrad) {
-    at::_foreach_maximum_(maxExpAvgSqs, expAvgSqs);
-    denominators = at::_foreach_sqrt(maxExpAvgSqs);
+  if (g.amsgrad) {
+    at::_foreach_maximum_(g.maxExpAvgSqs, g.expAvgSqs);
+    denominators = at::_foreach_sqrt(g.maxExpAvgSqs);
   } else {
-    denominators = at::_foreach_sqrt(expAvgSqs);
+    denominators = at::_foreach_sqrt(g.expAvgSqs);
   }
   at::_foreach_div_(denominators, at::ArrayRef<at::Scalar>(biasCorrection2Sqrts));
-  at::_foreach_add_(denominators, at::Scalar(eps));
-  at::_foreach_addcdiv_(params, expAvgs, denominators, at::ArrayRef<at::Scalar>(stepSizes));
+  at::_foreach_add_(denominators, at::Scalar(g.eps));
+  at::_foreach_addcdiv_(g.params, g.expAvgs, denominators, at::ArrayRef<at::Scalar>(stepSizes));
   return c.undefined();
 }
 #endif

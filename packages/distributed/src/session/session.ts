@@ -73,6 +73,11 @@ export interface SessionOptions {
   onAveraged?: (event: AveragedEvent) => void;
   /** The module hosting the RankClient's control worker (bundled builds / tests). */
   workerUrl?: URL;
+  /**
+   * Capabilities announced in this rank's `Hello`s, e.g. `encodeRunSettings(...)`: the
+   * launcher forms its coordinator from them and refuses ranks that disagree. Default none.
+   */
+  capabilities?: string[];
 }
 
 /** One applied averaging round, as this rank saw it. */
@@ -98,6 +103,8 @@ export interface StepReport {
   dataMs?: number;
   /** Optimizer steps this report covers. Default 1. */
   steps?: number;
+  /** ‖params‖ (global L2), sent every few steps. Default none. */
+  paramNorm?: number;
 }
 
 const OP = 'DistributedSession';
@@ -204,6 +211,7 @@ export class DistributedSession {
         rank,
         worldSize,
         connectTimeoutMs: timeoutMs,
+        ...(options.capabilities ? { capabilities: options.capabilities } : {}),
       });
       data = await bootstrap.openDataChannel();
       await bootstrap.close();
@@ -215,6 +223,7 @@ export class DistributedSession {
       secret,
       connectTimeoutMs: timeoutMs,
       ...(options.workerUrl ? { workerUrl: options.workerUrl } : {}),
+      ...(options.capabilities ? { capabilities: options.capabilities } : {}),
     });
     let group: ProcessGroup | undefined;
     if (isCollectiveMode(mode)) {
@@ -264,6 +273,7 @@ export class DistributedSession {
       dataMs: report.dataMs ?? 0,
       stepCount: this.#stepCount,
       batchLoss: report.loss,
+      ...(report.paramNorm === undefined ? {} : { paramNorm: report.paramNorm }),
     });
     this.#lastReport = now;
     await this.drain();

@@ -1,7 +1,15 @@
 // The managed Trainer on one device: it learns, and equals a hand-written loop bit for bit.
 import { crossEntropy, mseLoss } from '@flodl/autograd';
 import { Adam, Linear, ReLU, Sequential, SGD } from '@flodl/nn';
-import { FlodlError, liveTensorCount, manualSeed, randn, type Tensor, tidy, toBytes } from '@flodl/tensor-native';
+import {
+  FlodlError,
+  liveTensorCount,
+  manualSeed,
+  randn,
+  type Tensor,
+  tidy,
+  toBytes,
+} from '@flodl/tensor-native';
 import { describe, expect, it } from 'vitest';
 import { DataLoader, FashionMnist, TensorDataset } from '../src/data/index.js';
 import { RankRuntime, recordScalar, Trainer } from '../src/index.js';
@@ -104,42 +112,45 @@ describe('Trainer on one device', () => {
     expect(events).toEqual(['epoch 0', 'epoch 1', 'eval', 'epoch 2', 'checkpoint 3', 'epoch 3', 'eval']);
   });
 
-  it.skipIf(!hasFashionMnist)('learns Fashion-MNIST (a 6 000-image subset) above 70% test accuracy', async () => {
-    const train = new FashionMnist({ split: 'train', normalize: true });
-    const test = new FashionMnist({ split: 'test', normalize: true });
-    const subset = new TensorDataset(
-      tidy(() => {
-        const [images, labels] = train.getBatch(Array.from({ length: 6000 }, (_, index) => index));
-        return [images!.flatten(1), labels!];
-      }),
-    );
-    const handle = Trainer.builder(
-      () => new Sequential(new Linear(784, 64), new ReLU(), new Linear(64, 10)),
-      (params) => new Adam(params, { lr: 2e-3 }),
-      (model, batch) => crossEntropy(model.forward(batch[0]), batch[1]),
-    )
-      .dataset(subset)
-      .batchSize(64)
-      .numEpochs(2)
-      .devices(['cpu'])
-      .evalDataset(test)
-      .evalFn((model) =>
+  it.skipIf(!hasFashionMnist)(
+    'learns Fashion-MNIST (a 6 000-image subset) above 70% test accuracy',
+    async () => {
+      const train = new FashionMnist({ split: 'train', normalize: true });
+      const test = new FashionMnist({ split: 'test', normalize: true });
+      const subset = new TensorDataset(
         tidy(() => {
-          const [images, labels] = test.getBatch(Array.from({ length: 2000 }, (_, index) => index));
-          const predicted = model.forward(images!.flatten(1)).argmax(1);
-          return predicted.eq(labels!).float().mean().item() as number;
+          const [images, labels] = train.getBatch(Array.from({ length: 6000 }, (_, index) => index));
+          return [images!.flatten(1), labels!];
         }),
+      );
+      const handle = Trainer.builder(
+        () => new Sequential(new Linear(784, 64), new ReLU(), new Linear(64, 10)),
+        (params) => new Adam(params, { lr: 2e-3 }),
+        (model, batch) => crossEntropy(model.forward(batch[0]), batch[1]),
       )
-      .run();
-    const losses = [];
-    for await (const metrics of handle.metrics()) losses.push(metrics.avgLoss);
-    await handle.join();
-    const evals = handle.pollEval();
-    expect(losses[1]!).toBeLessThan(losses[0]!);
-    expect(evals.at(-1)![1]).toBeGreaterThan(0.7);
-    train.dispose();
-    test.dispose();
-  });
+        .dataset(subset)
+        .batchSize(64)
+        .numEpochs(2)
+        .devices(['cpu'])
+        .evalDataset(test)
+        .evalFn((model) =>
+          tidy(() => {
+            const [images, labels] = test.getBatch(Array.from({ length: 2000 }, (_, index) => index));
+            const predicted = model.forward(images!.flatten(1)).argmax(1);
+            return predicted.eq(labels!).float().mean().item() as number;
+          }),
+        )
+        .run();
+      const losses = [];
+      for await (const metrics of handle.metrics()) losses.push(metrics.avgLoss);
+      await handle.join();
+      const evals = handle.pollEval();
+      expect(losses[1]!).toBeLessThan(losses[0]!);
+      expect(evals.at(-1)![1]).toBeGreaterThan(0.7);
+      train.dispose();
+      test.dispose();
+    },
+  );
 
   it('names every missing option, refuses unknown and contradictory ones before anything starts', () => {
     const builder = () =>
@@ -161,17 +172,27 @@ describe('Trainer on one device', () => {
     expect(missing.code).toBe('ERR_INVALID_ARGUMENT');
     expect(missing.message).toContain('the Trainer needs dataset, numEpochs');
     expect(caught(() => builder().options({ bogus: 1 } as never)).message).toMatch(/bogus/);
-    expect(caught(() => builder().dataset(regression(8)).batchSize(4).numEpochs(1).checkpointEvery(2).run()).message).toContain(
-      'checkpointEvery needs a checkpointFn',
-    );
     expect(
-      caught(() => builder().dataset(regression(8)).batchSize(4).numEpochs(1).devices(['cpu', 'cuda:0']).mode('NcclSync').run())
+      caught(() => builder().dataset(regression(8)).batchSize(4).numEpochs(1).checkpointEvery(2).run())
         .message,
+    ).toContain('checkpointEvery needs a checkpointFn');
+    expect(
+      caught(() =>
+        builder()
+          .dataset(regression(8))
+          .batchSize(4)
+          .numEpochs(1)
+          .devices(['cpu', 'cuda:0'])
+          .mode('NcclSync')
+          .run(),
+      ).message,
     ).toMatch(/same kind of device/);
     expect(caught(() => builder().dataset(regression(8)).batchSize(16).numEpochs(1).run()).message).toContain(
       'the dataset holds less than one batch',
     );
-    expect(caught(() => Trainer.builder(null as never, null as never, null as never)).code).toBe('ERR_INVALID_ARGUMENT');
+    expect(caught(() => Trainer.builder(null as never, null as never, null as never)).code).toBe(
+      'ERR_INVALID_ARGUMENT',
+    );
   });
 
   it('a trainStep that throws rejects join with an error that names it', async () => {

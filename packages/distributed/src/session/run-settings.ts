@@ -10,11 +10,17 @@ import type { EpochCallbackPolicy } from '../coordinator/roles.js';
 import { LAUNCH_MODES, type LaunchMode } from '../launcher/options.js';
 import type { Hello } from '../wire/messages.js';
 
-/** Prefix of the Hello capability that carries the settings (version 1). */
-export const RUN_SETTINGS_CAPABILITY = 'flodl-run/1:';
+/**
+ * Prefix of the Hello capabilities that carry the settings (version 1): the base64url JSON is
+ * cut into pieces `fr1.NN:<piece>` that fit the wire's 64-character capability strings.
+ */
+export const RUN_SETTINGS_CAPABILITY = 'fr1.';
 
-/** Longest encoded settings accepted (a handshake frame stays small). */
-export const MAX_RUN_SETTINGS_BYTES = 4096;
+/** Characters of encoded settings per capability string. */
+const PIECE = 64 - RUN_SETTINGS_CAPABILITY.length - 3;
+
+/** Longest encoded settings accepted (56 pieces: a handshake frame stays small). */
+export const MAX_RUN_SETTINGS_BYTES = 56 * PIECE;
 
 /** What identifies the model a rank built: its structure and its initial values. */
 export interface ModelSignature {
@@ -51,9 +57,9 @@ export interface RunSettings {
   model: ModelSignature;
 }
 
-/** The Hello capability carrying `settings`. */
-export function encodeRunSettings(settings: RunSettings): string {
-  const encoded = RUN_SETTINGS_CAPABILITY + Buffer.from(JSON.stringify(settings)).toString('base64url');
+/** The Hello capabilities carrying `settings`. */
+export function encodeRunSettings(settings: RunSettings): string[] {
+  const encoded = Buffer.from(JSON.stringify(settings)).toString('base64url');
   if (encoded.length > MAX_RUN_SETTINGS_BYTES) {
     throw new FlodlError('ERR_INVALID_ARGUMENT', 'the run settings are too large for the handshake', {
       op: 'encodeRunSettings',
@@ -61,7 +67,12 @@ export function encodeRunSettings(settings: RunSettings): string {
       got: `${encoded.length} bytes`,
     });
   }
-  return encoded;
+  const pieces: string[] = [];
+  for (let start = 0; start < encoded.length; start += PIECE) {
+    const index = String(pieces.length).padStart(2, '0');
+    pieces.push(`${RUN_SETTINGS_CAPABILITY}${index}:${encoded.slice(start, start + PIECE)}`);
+  }
+  return pieces;
 }
 
 /**
@@ -69,14 +80,23 @@ export function encodeRunSettings(settings: RunSettings): string {
  * script), an error message when the capability is malformed.
  */
 export function runSettingsOf(hello: Pick<Hello, 'capabilities'>): RunSettings | string | undefined {
-  const capability = hello.capabilities.find((entry) => entry.startsWith(RUN_SETTINGS_CAPABILITY));
-  if (capability === undefined) return undefined;
-  if (capability.length > MAX_RUN_SETTINGS_BYTES) return 'run settings over the size limit';
+  const pieces = hello.capabilities.filter((entry) => entry.startsWith(RUN_SETTINGS_CAPABILITY));
+  if (pieces.length === 0) return undefined;
+  const ordered: string[] = [];
+  for (const piece of pieces) {
+    const start = RUN_SETTINGS_CAPABILITY.length;
+    const index = Number(piece.slice(start, start + 2));
+    if (!Number.isInteger(index) || piece[start + 2] !== ':' || ordered[index] !== undefined) {
+      return 'run settings pieces are malformed';
+    }
+    ordered[index] = piece.slice(start + 3);
+  }
+  if (ordered.length !== pieces.length) return 'run settings pieces are missing';
+  const encoded = ordered.join('');
+  if (encoded.length > MAX_RUN_SETTINGS_BYTES) return 'run settings over the size limit';
   let parsed: unknown;
   try {
-    parsed = JSON.parse(
-      Buffer.from(capability.slice(RUN_SETTINGS_CAPABILITY.length), 'base64url').toString(),
-    );
+    parsed = JSON.parse(Buffer.from(encoded, 'base64url').toString());
   } catch {
     return 'run settings are not valid JSON';
   }

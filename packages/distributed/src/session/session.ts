@@ -285,8 +285,12 @@ export class DistributedSession {
     // A SyncNow followed by a DeclareDead belongs to a round the coordinator aborted.
     let lastDeath = -1;
     for (const [index, message] of messages.entries()) if (message.type === 'DeclareDead') lastDeath = index;
+    let requested = false;
     for (const [index, message] of messages.entries()) {
       if (message.type === 'SyncNow' && index < lastDeath) continue;
+      // CpuSync's Throttle after a RequestParams is served by the hold until the Update.
+      if (message.type === 'Throttle' && requested) continue;
+      if (message.type === 'RequestParams' && this.mode !== 'CpuAsync') requested = true;
       await this.#handle(message);
     }
   }
@@ -450,12 +454,14 @@ export class DistributedSession {
     for (;;) {
       const messages = this.control.poll();
       const index = messages.findIndex((message) => message.type === 'Update');
+      // A Throttle that came before the Update is served by this very hold.
+      const notThrottle = (message: CoordinatorMessage) => message.type !== 'Throttle';
       if (index >= 0) {
-        this.#backlog.push(...messages.slice(0, index), ...messages.slice(index + 1));
+        this.#backlog.push(...messages.slice(0, index).filter(notThrottle), ...messages.slice(index + 1));
         await this.#update((messages[index] as { version: number }).version);
         return;
       }
-      this.#backlog.push(...messages);
+      this.#backlog.push(...messages.filter(notThrottle));
       // The run ends without this round (a save-and-exit after deaths): stop waiting for it.
       const end = this.#backlog.findIndex(
         (message) => message.type === 'Shutdown' || message.type === 'ShutdownWithSave',

@@ -122,6 +122,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   #lastLr: number | undefined;
   #shutdown = false;
   #throttled = false;
+  #throttledAt = 0;
   #disposed = false;
 
   constructor(options: RankRuntimeOptions<M>) {
@@ -173,6 +174,8 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
 
   /** Routes a coordinator message to the runtime (the session's `onControl`). */
   receive(message: CoordinatorMessage): void {
+    // A Throttle holds until the round after the one applied when it arrived.
+    if (message.type === 'Throttle') this.#throttledAt = this.session?.version ?? 0;
     this.#inbox.push(message);
   }
 
@@ -428,7 +431,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
     await this.#handleInbox();
     if (!this.#throttled) return;
     // Throttle: hold until the next averaging round (or the end of the run).
-    const version = session.version;
+    const version = this.#throttledAt;
     while (session.version === version && !this.shutdownSeen) {
       await sleep(1);
       await session.drain();

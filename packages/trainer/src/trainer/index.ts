@@ -9,7 +9,7 @@ export {
   TRAINER_OPTION_KEYS,
   type TrainerOptions,
 } from './options.js';
-export { runSettingsFor, trainedStatePath, writeTrainedState } from './rank-entry.js';
+export { runSettingsFor, TRACE_DIR_ENV, trainedStatePath, writeTrainedState } from './rank-entry.js';
 export { detectRole, firstSlurmHost, type ProcessRole, type RankRole, TRAINER_DEVICES_ENV } from './role.js';
 export type { OptimizerFactory } from './spec.js';
 export { Trainer } from './trainer.js';

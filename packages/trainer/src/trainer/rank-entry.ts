@@ -2,6 +2,7 @@
 // the coordinator (announcing the run settings and its model's signature), trains the plans it
 // is handed until the coordinator's Shutdown, and writes its final state for the launcher.
 
+import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   type CoordinatorMessage,
@@ -20,6 +21,13 @@ import { buildRank, callbacksOf } from './build-rank.js';
 import type { TrainedRun } from './handle.js';
 import type { RankRole } from './role.js';
 import type { RunSpec } from './spec.js';
+
+/**
+ * Diagnostics: with this set to a folder, each rank appends one line per averaging round to
+ * `rounds-rank<N>.jsonl` there (the round, its steps, a digest of the parameters after it), so
+ * a run can be checked for replicas that agree after every round.
+ */
+export const TRACE_DIR_ENV = 'FLODL_TRACE_DIR';
 
 /** The file a rank writes its final state to, in the run's record folder. */
 export function trainedStatePath(directory: string, rank: number): string {
@@ -69,9 +77,19 @@ export async function runClusterRank<M extends AnyModule>(
     const options = spec.options;
     const { model, optimizer } = buildRank(spec, role.device);
     const early: CoordinatorMessage[] = [];
+    const trace = process.env[TRACE_DIR_ENV];
     const session = await DistributedSession.join(model, {
+      ...(trace
+        ? {
+            onAveraged: (event) =>
+              appendFileSync(
+                join(trace, `rounds-rank${role.rank}.jsonl`),
+                `${JSON.stringify({ version: event.version, steps: event.steps, digest: modelSignature(model).values })}\n`,
+              ),
+          }
+        : {}),
       mode: options.mode,
-      capabilities: [encodeRunSettings(runSettingsFor(spec, model))],
+      capabilities: encodeRunSettings(runSettingsFor(spec, model)),
       timeoutMs: options.timeoutMs ?? 60_000,
       onControl: (message) => (runtime ? runtime.receive(message) : early.push(message)),
     });

@@ -1,7 +1,9 @@
 // The managed Trainer with three CPU ranks: the launcher, the coordinator and the rank
 // processes are real, and talk over loopback sockets.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -91,7 +93,92 @@ describe.concurrent('Trainer on three CPU ranks', () => {
         for (const digests of byVersion.values()) expect(digests.size).toBe(1);
       }
       expect(run.params.length).toBe(4);
+      if (mode !== 'CpuAsync') {
+        // The consensus join returns is what every rank held after the final round.
+        const digest = createHash('sha256');
+        for (const hex of run.params) digest.update(Buffer.from(hex, 'hex'));
+        const last = [...rounds.values()].map((list) => list.at(-1)?.digest);
+        expect(new Set(last)).toEqual(new Set([digest.digest('hex').slice(0, 32)]));
+      }
       expect(run.lost).toEqual([]);
     });
   }
+});
+
+const flodlBin = join(here, '..', '..', 'distributed', 'bin', 'flodl.mjs');
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+describe('the same Trainer script under other launchers', () => {
+  it('flodl launch --nproc 3 forms the coordinator from the ranks and trains', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'flodl-trainer-cli-'));
+    try {
+      const config = {
+        mode: 'CpuCadence',
+        totalSamples: 240,
+        batchSize: 8,
+        numEpochs: 2,
+        out: join(dir, 'unused.json'),
+      };
+      const child = spawnSync(
+        process.execPath,
+        [flodlBin, 'launch', '--nproc', '3', '--mode', 'CpuCadence', script, JSON.stringify(config)],
+        { encoding: 'utf8', timeout: 90_000, env: { ...process.env, FLODL_TRACE_DIR: dir } },
+      );
+      expect(child.status, child.stderr).toBe(0);
+      const traces = readdirSync(dir).filter((file) => file.startsWith('rounds-rank'));
+      expect(traces.sort()).toEqual(['rounds-rank0.jsonl', 'rounds-rank1.jsonl', 'rounds-rank2.jsonl']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('torchrun-style variables (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT): rank 0 hosts the coordinator', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'flodl-trainer-torchrun-'));
+    try {
+      const port = await freePort();
+      const out = join(dir, 'result.json');
+      const config = { mode: 'NcclSync', totalSamples: 240, batchSize: 8, numEpochs: 2, out };
+      const codes = await Promise.all(
+        [0, 1, 2].map(
+          (rank) =>
+            new Promise<number | null>((resolve) => {
+              const child = spawn(process.execPath, ['--import', 'tsx', script, JSON.stringify(config)], {
+                stdio: 'ignore',
+                env: {
+                  ...process.env,
+                  RANK: String(rank),
+                  LOCAL_RANK: String(rank),
+                  WORLD_SIZE: '3',
+                  MASTER_ADDR: '127.0.0.1',
+                  MASTER_PORT: String(port),
+                },
+              });
+              const timer = setTimeout(() => child.kill('SIGKILL'), 90_000);
+              child.on('exit', (code) => {
+                clearTimeout(timer);
+                resolve(code);
+              });
+            }),
+        ),
+      );
+      expect(codes).toEqual([0, 0, 0]);
+      const results = [0, 1, 2].map(
+        (rank) => JSON.parse(readFileSync(`${out}.${rank}`, 'utf8')) as ScriptResult,
+      );
+      expect(results.map((result) => result.worldSize)).toEqual([3, 3, 3]);
+      // NcclSync (Gloo here) keeps the replicas identical: every process ends with the same model.
+      expect(new Set(results.map((result) => result.params.join()))).toHaveProperty('size', 1);
+      expect(results[0]!.metrics.map((metrics) => metrics.epoch)).toEqual([0, 1]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

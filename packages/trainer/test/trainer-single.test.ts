@@ -39,7 +39,7 @@ describe('Trainer on one device', () => {
     const handle = Trainer.builder(
       () => mlp(),
       (params) => new Adam(params, { lr: 0.01 }),
-      (model, batch) => mseLoss(model.forward(batch[0]), batch[1]),
+      (model, batch) => mseLoss(model.forward(batch.at(0)), batch.at(1)),
     )
       .dataset(data)
       .batchSize(8)
@@ -55,7 +55,7 @@ describe('Trainer on one device', () => {
     for (let epoch = 0; epoch < 3; epoch++) {
       for (const batch of loader.epoch(epoch)) {
         tidy(() => {
-          const loss = mseLoss(model.forward(batch[0]), batch[1]);
+          const loss = mseLoss(model.forward(batch.at(0)), batch.at(1));
           optimizer.zeroGrad();
           loss.backward();
           optimizer.step();
@@ -74,8 +74,8 @@ describe('Trainer on one device', () => {
       () => mlp(),
       (params) => new SGD(params, { lr: 0.05 }),
       (model, batch) => {
-        const loss = mseLoss(model.forward(batch[0]), batch[1]);
-        recordScalar('batchMean', batch[1].mean().item() as number);
+        const loss = mseLoss(model.forward(batch.at(0)), batch.at(1));
+        recordScalar('batchMean', batch.at(1).mean().item() as number);
         return loss;
       },
     )
@@ -126,7 +126,7 @@ describe('Trainer on one device', () => {
       const handle = Trainer.builder(
         () => new Sequential(new Linear(784, 64), new ReLU(), new Linear(64, 10)),
         (params) => new Adam(params, { lr: 2e-3 }),
-        (model, batch) => crossEntropy(model.forward(batch[0]), batch[1]),
+        (model, batch) => crossEntropy(model.forward(batch.at(0)), batch.at(1)),
       )
         .dataset(subset)
         .batchSize(64)
@@ -157,7 +157,7 @@ describe('Trainer on one device', () => {
       Trainer.builder(
         () => mlp(),
         (params) => new SGD(params, { lr: 0.1 }),
-        (model, batch) => mseLoss(model.forward(batch[0]), batch[1]),
+        (model, batch) => mseLoss(model.forward(batch.at(0)), batch.at(1)),
       );
     const caught = (fn: () => unknown): FlodlError => {
       try {
@@ -217,7 +217,7 @@ describe('Trainer on one device', () => {
       const handle = Trainer.builder(
         () => mlp(),
         (params) => new SGD(params, { lr: 0.05 }),
-        (model, batch) => mseLoss(model.forward(batch[0]), batch[1]),
+        (model, batch) => mseLoss(model.forward(batch.at(0)), batch.at(1)),
       )
         .dataset(data)
         .batchSize(8)

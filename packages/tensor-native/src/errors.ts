@@ -1,3 +1,5 @@
+import { shareClassIdentity } from './class-identity.js';
+
 const MARKER = Symbol.for('flodl.error');
 
 /** The stable error codes. Code may branch on these; messages may change. */
@@ -96,3 +98,5 @@ export function describeValue(value: unknown): string {
   }
   return name && name !== 'Object' ? `a ${name}` : 'an object';
 }
+
+shareClassIdentity(FlodlError, 'flodl.error');

@@ -43,7 +43,6 @@ export interface FlodlErrorOptions {
  * ```
  */
 export class FlodlError extends Error {
-  readonly [MARKER] = true;
   readonly code: FlodlErrorCode;
   readonly op: string | undefined;
   readonly expected: string | undefined;
@@ -99,4 +98,5 @@ export function describeValue(value: unknown): string {
   return name && name !== 'Object' ? `a ${name}` : 'an object';
 }
 
+// Sets the marker `isInstance` reads on FlodlError.prototype.
 shareClassIdentity(FlodlError, 'flodl.error');

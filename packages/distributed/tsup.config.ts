@@ -4,7 +4,11 @@ import { dualConfig } from '../../scripts/tsup-dual.mjs';
 // ESM in dist/, CommonJS in dist/cjs/; declarations from tsc (see scripts/tsup-dual.mjs).
 export default defineConfig(
   dualConfig({
-    entry: { index: 'src/index.ts', 'wire/index': 'src/wire/index.ts', 'coordinator/index': 'src/coordinator/index.ts' },
+    entry: {
+      index: 'src/index.ts',
+      'wire/index': 'src/wire/index.ts',
+      'coordinator/index': 'src/coordinator/index.ts',
+    },
     external: [/^@flodl\//],
   }),
 );

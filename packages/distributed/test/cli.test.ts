@@ -15,7 +15,16 @@ function flodl(...args: string[]) {
 
 describe('flodl command line', () => {
   it('takes --flag value and --flag=value alike, and passes everything after the script to it', () => {
-    const spaced = parseLaunchArgs(['launch', '--nproc', '3', '--mode', 'CpuSync', 'train.js', '--lr', '0.1']);
+    const spaced = parseLaunchArgs([
+      'launch',
+      '--nproc',
+      '3',
+      '--mode',
+      'CpuSync',
+      'train.js',
+      '--lr',
+      '0.1',
+    ]);
     const joined = parseLaunchArgs(['launch', '--nproc=3', '--mode=CpuSync', 'train.js', '--lr', '0.1']);
     expect(spaced).toEqual(joined);
     expect(spaced).toEqual({
@@ -29,7 +38,9 @@ describe('flodl command line', () => {
   });
 
   it('names a bad, unknown or valueless flag', () => {
-    expect(() => parseLaunchArgs(['launch', '--nproc', '2', '--bogus', 's.js'])).toThrow(/unknown flag --bogus/);
+    expect(() => parseLaunchArgs(['launch', '--nproc', '2', '--bogus', 's.js'])).toThrow(
+      /unknown flag --bogus/,
+    );
     expect(() => parseLaunchArgs(['launch', '--nproc'])).toThrow(/--nproc needs a value/);
     expect(() => parseLaunchArgs(['launch', '--elastic=yes', '--nproc', '2', 's.js'])).toThrow(
       /--elastic takes no value/,

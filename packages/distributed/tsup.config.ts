@@ -1,12 +1,14 @@
 import { defineConfig } from 'tsup';
+import { dualConfig } from '../../scripts/tsup-dual.mjs';
 
-export default defineConfig({
-  entry: ['src/index.ts'],
-  format: ['esm'],
-  // Declarations come from tsc (tsconfig.build.json), one file per module.
-  dts: false,
-  sourcemap: true,
-  clean: true,
-  target: 'node20',
-  external: ['@flodl/tensor-native', '@flodl/autograd', '@flodl/nn'],
-});
+// ESM in dist/, CommonJS in dist/cjs/; declarations from tsc (see scripts/tsup-dual.mjs).
+export default defineConfig(
+  dualConfig({
+    entry: {
+      index: 'src/index.ts',
+      'wire/index': 'src/wire/index.ts',
+      'coordinator/index': 'src/coordinator/index.ts',
+    },
+    external: [/^@flodl\//],
+  }),
+);

@@ -9,8 +9,8 @@ import type {
   EpochMetrics,
   EpochPlan,
   IntentKind,
-  Metrics,
 } from '@flodl/distributed';
+import type { Metrics } from '@flodl/distributed/wire';
 import { clipGradNorm, type LRScheduler, type Optimizer } from '@flodl/nn';
 import { type Device, FlodlError, type Tensor, tidy } from '@flodl/tensor-native';
 import type { Batch } from '../data/batch.js';

@@ -2,13 +2,8 @@
 // a rank, and rank 0 also hosts the coordinator on MASTER_ADDR:MASTER_PORT (the process group
 // of the collective modes rendezvouses on the next port).
 
-import {
-  ControlServer,
-  CoordinatorHost,
-  PROCESS_GROUP_PORT_ENV,
-  RunSettingsGate,
-  secretFromHex,
-} from '@flodl/distributed';
+import { CoordinatorHost, PROCESS_GROUP_PORT_ENV, RunSettingsGate } from '@flodl/distributed';
+import { ControlServer, secretFromHex } from '@flodl/distributed/wire';
 import type { AnyModule } from '../runtime/types.js';
 import type { TrainedRun, TrainerHandle } from './handle.js';
 import { runClusterRank } from './rank-entry.js';

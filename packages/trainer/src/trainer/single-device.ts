@@ -1,7 +1,7 @@
 // A single-device run: in-process, no coordinator; epochFn before each epoch, metrics,
 // checkpoint and eval after it.
 
-import { aggregateEpochMetrics } from '@flodl/distributed';
+import { aggregateEpochMetrics } from '@flodl/distributed/coordinator';
 import { RankRuntime } from '../runtime/rank-runtime.js';
 import type { AnyModule } from '../runtime/types.js';
 import { buildRank, callbacksOf, warnCallback } from './build-rank.js';

@@ -1,4 +1,6 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'tsup';
+import { bundlePageAssets, PAGE_ASSET_FOLDER } from './src/monitor/page-bundle.js';
 
 export default defineConfig({
   entry: ['src/index.ts'],
@@ -8,5 +10,13 @@ export default defineConfig({
   sourcemap: true,
   clean: true,
   target: 'node20',
-  external: ['@flodl/tensor-native', '@flodl/autograd', '@flodl/nn'],
+  // esbuild is only loaded to bundle the dashboard page when running from source.
+  external: ['@flodl/tensor-native', '@flodl/autograd', '@flodl/nn', 'esbuild'],
+  // The dashboard page (its script, styles and uPlot) ships bundled beside dist/index.js.
+  onSuccess: async () => {
+    await bundlePageAssets(
+      fileURLToPath(new URL(`./dist/${PAGE_ASSET_FOLDER}`, import.meta.url)),
+      fileURLToPath(new URL('./src/monitor/page/client.ts', import.meta.url)),
+    );
+  },
 });

@@ -5,3 +5,4 @@ export * from './launcher/index.js';
 export * from './rank/index.js';
 export * from './session/index.js';
 export * from './wire/index.js';
+export * from './monitor/index.js';

@@ -42,6 +42,18 @@ export interface CoordinatorHostOptions {
   onError?: (error: unknown) => void;
 }
 
+/**
+ * Sees what a {@link CoordinatorHost} sees, as it happens (a monitor, a logger): every notice,
+ * every command sent, every completed host-mode round, every rank process end. Observers only
+ * read; an observer that throws is ignored (the run goes on).
+ */
+export interface CoordinatorHostObserver {
+  notice?(notice: CoordinatorNotice): void;
+  command?(command: AddressedCommand): void;
+  round?(round: HostRound): void;
+  exit?(exit: RankExitEvent): void;
+}
+
 /** One host-mode reduce in flight. */
 interface HostReduce {
   readonly version: number;
@@ -94,6 +106,7 @@ export class CoordinatorHost {
   #reduce: HostReduce | undefined;
   #timer: ReturnType<typeof setInterval> | undefined;
   readonly #collective: boolean;
+  readonly #observers = new Set<CoordinatorHostObserver>();
 
   private constructor(
     readonly server: ControlServer,
@@ -151,12 +164,35 @@ export class CoordinatorHost {
     this.#timer = undefined;
   }
 
+  /**
+   * Adds an observer of what happens from now on (add it right after {@link attach}, in
+   * `onServer`, to see the whole run); returns the function that removes it.
+   */
+  addObserver(observer: CoordinatorHostObserver): () => void {
+    this.#observers.add(observer);
+    return () => this.#observers.delete(observer);
+  }
+
+  #tell<K extends keyof CoordinatorHostObserver>(
+    event: K,
+    value: Parameters<NonNullable<CoordinatorHostObserver[K]>>[0],
+  ): void {
+    for (const observer of this.#observers) {
+      try {
+        (observer[event] as ((value: unknown) => void) | undefined)?.call(observer, value);
+      } catch {
+        // An observer's failure is its own: the run does not depend on it.
+      }
+    }
+  }
+
   /** Feeds one input to the coordinator and sends what it produced. */
   feed(input: CoordinatorInput): void {
     const output = this.coordinator.handle(input);
     for (const notice of output.notices) {
       this.notices.push(notice);
       this.options.onNotice?.(notice);
+      this.#tell('notice', notice);
       if (notice.type === 'AveragingStarted' && this.coordinator.backend === 'Cpu') {
         this.#reduce = {
           version: notice.version,
@@ -176,6 +212,7 @@ export class CoordinatorHost {
     }
     for (const addressed of output.commands) {
       this.commands.push(addressed);
+      this.#tell('command', addressed);
       this.#dispatch(addressed);
     }
     if (this.finished) this.detach();
@@ -183,6 +220,7 @@ export class CoordinatorHost {
 
   #onRankExit(exit: RankExitEvent): void {
     this.exits.push(exit);
+    this.#tell('exit', exit);
     const failure = exit.failure;
     this.rankExited({
       rank: exit.rank,
@@ -304,6 +342,7 @@ export class CoordinatorHost {
     };
     this.rounds.push(round);
     this.options.onRound?.(round);
+    this.#tell('round', round);
     this.feed({ type: 'ReduceCompleted', version: reduce.version, accepted });
   }
 }

@@ -1,6 +1,10 @@
 // session: the rank's averaging session and the launcher-side averaging driver.
 export { AveragingHost, type AveragingHostOptions } from './averaging-host.js';
-export { CoordinatorHost, type CoordinatorHostOptions } from './coordinator-host.js';
+export {
+  CoordinatorHost,
+  type CoordinatorHostObserver,
+  type CoordinatorHostOptions,
+} from './coordinator-host.js';
 export type { HostRound } from './host-round.js';
 export {
   type AveragedEvent,

@@ -1,5 +1,6 @@
 import { closeSync, openSync, writeSync } from 'node:fs';
-import { FlodlError, invalidArgument } from '@flodl/tensor-native';
+import { invalidArgument } from '@flodl/tensor-native';
+import { fileError } from './io-error.js';
 import {
   METRICS_LOG_VERSION,
   type MonitorRecord,
@@ -40,12 +41,13 @@ export class MetricsLog {
     try {
       this.#fd = openSync(path, 'w');
     } catch (error) {
-      throw new FlodlError('ERR_IO', `${path}: cannot create the metrics log`, {
-        op: 'metricsLog',
-        expected: 'a writable file path (its folder must exist)',
-        got: error instanceof Error ? error.message : String(error),
-        cause: error,
-      });
+      throw fileError(
+        'metricsLog',
+        path,
+        'cannot create the metrics log',
+        'a writable file path (its folder must exist)',
+        error,
+      );
     }
     this.header = {
       kind: 'run',

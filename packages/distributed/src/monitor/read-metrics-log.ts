@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { FlodlError } from '@flodl/tensor-native';
+import { fileError } from './io-error.js';
 import {
   METRICS_LOG_VERSION,
   MONITOR_RECORD_KINDS,
@@ -94,12 +95,7 @@ export function readMetricsLog(path: string): MetricsLogContents {
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
-    throw new FlodlError('ERR_IO', `${path}: cannot read the metrics log`, {
-      op: 'readMetricsLog',
-      expected: 'a readable file',
-      got: error instanceof Error ? error.message : String(error),
-      cause: error,
-    });
+    throw fileError('readMetricsLog', path, 'cannot read the metrics log', 'a readable file', error);
   }
   return parseMetricsLog(text, path);
 }

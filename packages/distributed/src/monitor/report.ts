@@ -1,5 +1,6 @@
 import { writeFile } from 'node:fs/promises';
-import { checkOptions, FlodlError, invalidArgument } from '@flodl/tensor-native';
+import { checkOptions, invalidArgument } from '@flodl/tensor-native';
+import { fileError } from './io-error.js';
 import { renderPage } from './page.js';
 import { pageAssets } from './page-assets.js';
 import { type MetricsLogContents, readMetricsLog } from './read-metrics-log.js';
@@ -46,11 +47,6 @@ export async function saveReport(path: string, options: ReportOptions): Promise<
   try {
     await writeFile(path, html);
   } catch (error) {
-    throw new FlodlError('ERR_IO', `${path}: cannot write the report`, {
-      op: 'saveReport',
-      expected: 'a writable file path',
-      got: error instanceof Error ? error.message : String(error),
-      cause: error,
-    });
+    throw fileError('saveReport', path, 'cannot write the report', 'a writable file path', error);
   }
 }

@@ -76,6 +76,7 @@ describe.skipIf(!available)(`dashboard in headless Chromium${why}`, () => {
       numEpochs: 4,
       anchor: 4,
       rank: { stepDelayMs: [8, 16] },
+      coordinator: { evalEveryEpochs: 1 },
       timeoutMs: 60_000,
       onHost: (host) => {
         recorder = observe(host, { log: logPath, stepEvery: 2, run: { name: 'dashboard test' } }).recorder;
@@ -137,6 +138,10 @@ describe.skipIf(!available)(`dashboard in headless Chromium${why}`, () => {
         new Set([0, 1]),
       );
       expect(records.some((record) => record.kind === 'elche')).toBe(true);
+      // An eval after every epoch (the elected rank's MSE over the data), the final one included.
+      const evals = records.flatMap((record) => (record.kind === 'eval' ? [record] : []));
+      expect(evals.length).toBeGreaterThanOrEqual(4);
+      for (const result of evals) expect(result.error).toBeUndefined();
       expect(records.filter((record) => record.kind === 'exit')).toHaveLength(2);
 
       // The saved report, from the log, opened from disk: the same charts, both ranks.

@@ -21,7 +21,11 @@ interface ChartSpec {
   /** x values first, then one array per series (null: no point there). */
   data: (number | null)[][];
   xLabel: string;
+  /** Draw each point (a dot); `lines: false` draws only the dots. */
   points?: boolean;
+  lines?: boolean;
+  /** Names of the y levels 1, 2, … (the timeline's rows). */
+  levels?: readonly string[];
 }
 
 const charts = new Map<string, { plot: uPlot; shape: string }>();
@@ -69,15 +73,27 @@ function draw(spec: ChartSpec): void {
     {
       width,
       height: 220,
-      scales: { x: { time: false } },
-      axes: [{ label: spec.xLabel }, {}],
+      scales: {
+        x: { time: false },
+        ...(spec.levels ? { y: { range: [0.5, spec.levels.length + 0.5] as uPlot.Range.MinMax } } : {}),
+      },
+      axes: [
+        { label: spec.xLabel },
+        spec.levels
+          ? {
+              size: 90,
+              splits: () => spec.levels!.map((_, level) => level + 1),
+              values: (_, splits) => splits.map((level) => spec.levels![level - 1] ?? ''),
+            }
+          : {},
+      ],
       series: [
         { label: spec.xLabel },
         ...spec.series.map((label, i) => ({
           label,
           stroke: PALETTE[i % PALETTE.length]!,
           spanGaps: true,
-          width: spec.points ? 0 : 1.5,
+          width: spec.lines === false ? 0 : 1.5,
           points: { show: spec.points ?? false, size: 7, fill: PALETTE[i % PALETTE.length]! },
         })),
       ],
@@ -163,6 +179,8 @@ function chartSpecs(state: RunStateSnapshot): ChartSpec[] {
       xLabel: 'seconds',
       series: [...kinds],
       points: true,
+      lines: false,
+      levels: kinds,
       data: aligned(
         kinds.map((kind, level) =>
           (kind === 'round' ? state.rounds : state.timeline.filter((record) => record.kind === kind)).map(

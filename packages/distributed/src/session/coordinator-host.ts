@@ -49,6 +49,18 @@ export type RanksHostOptions = Omit<CoordinatorHostOptions, 'mode' | 'coordinato
   onAttached?: (host: CoordinatorHost) => void;
 };
 
+/**
+ * Sees what a {@link CoordinatorHost} sees, as it happens (a monitor, a logger): every notice,
+ * every command sent, every completed host-mode round, every rank process end. Observers only
+ * read; an observer that throws is ignored (the run goes on).
+ */
+export interface CoordinatorHostObserver {
+  notice?(notice: CoordinatorNotice): void;
+  command?(command: AddressedCommand): void;
+  round?(round: HostRound): void;
+  exit?(exit: RankExitEvent): void;
+}
+
 /** One host-mode reduce in flight. */
 interface HostReduce {
   readonly version: number;
@@ -103,6 +115,7 @@ export class CoordinatorHost {
   #reduce: HostReduce | undefined;
   #timer: ReturnType<typeof setInterval> | undefined;
   readonly #collective: boolean;
+  readonly #observers = new Set<CoordinatorHostObserver>();
 
   private constructor(
     readonly server: ControlServer,
@@ -195,12 +208,35 @@ export class CoordinatorHost {
     this.#timer = undefined;
   }
 
+  /**
+   * Adds an observer of what happens from now on (add it right after {@link attach}, in
+   * `onServer`, to see the whole run); returns the function that removes it.
+   */
+  addObserver(observer: CoordinatorHostObserver): () => void {
+    this.#observers.add(observer);
+    return () => this.#observers.delete(observer);
+  }
+
+  #tell<K extends keyof CoordinatorHostObserver>(
+    event: K,
+    value: Parameters<NonNullable<CoordinatorHostObserver[K]>>[0],
+  ): void {
+    for (const observer of this.#observers) {
+      try {
+        (observer[event] as ((value: unknown) => void) | undefined)?.call(observer, value);
+      } catch {
+        // An observer's failure is its own: the run does not depend on it.
+      }
+    }
+  }
+
   /** Feeds one input to the coordinator and sends what it produced. */
   feed(input: CoordinatorInput): void {
     const output = this.coordinator.handle(input);
     for (const notice of output.notices) {
       this.notices.push(notice);
       this.options.onNotice?.(notice);
+      this.#tell('notice', notice);
       if (notice.type === 'AveragingStarted' && this.coordinator.backend === 'Cpu') {
         this.#reduce = {
           version: notice.version,
@@ -220,6 +256,7 @@ export class CoordinatorHost {
     }
     for (const addressed of output.commands) {
       this.commands.push(addressed);
+      this.#tell('command', addressed);
       this.#dispatch(addressed);
     }
     if (this.finished) this.detach();
@@ -227,6 +264,7 @@ export class CoordinatorHost {
 
   #onRankExit(exit: RankExitEvent): void {
     this.exits.push(exit);
+    this.#tell('exit', exit);
     const failure = exit.failure;
     this.rankExited({
       rank: exit.rank,
@@ -349,6 +387,7 @@ export class CoordinatorHost {
     };
     this.rounds.push(round);
     this.options.onRound?.(round);
+    this.#tell('round', round);
     this.feed({ type: 'ReduceCompleted', version: reduce.version, accepted });
   }
 }

@@ -1,6 +1,11 @@
 // session: the rank's averaging session and the launcher-side averaging driver.
 export { AveragingHost, type AveragingHostOptions } from './averaging-host.js';
-export { CoordinatorHost, type CoordinatorHostOptions, type RanksHostOptions } from './coordinator-host.js';
+export {
+  CoordinatorHost,
+  type CoordinatorHostObserver,
+  type CoordinatorHostOptions,
+  type RanksHostOptions,
+} from './coordinator-host.js';
 export type { HostRound } from './host-round.js';
 export {
   coordinatorOptionsFor,

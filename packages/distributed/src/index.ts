@@ -31,8 +31,8 @@ export {
   type LaunchMode,
   type LaunchOptions,
 } from './launcher/options.js';
-export * from './monitor/index.js';
 export { RankFailedError } from './launcher/rank-failed.js';
+export * from './monitor/index.js';
 export { RankClient, type RankClientOptions, type WaitForOptions } from './rank/client.js';
 export { AveragingHost, type AveragingHostOptions } from './session/averaging-host.js';
 export {

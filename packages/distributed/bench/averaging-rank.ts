@@ -43,7 +43,9 @@ const model = new Sequential(
 );
 
 function reply(message: unknown): Promise<void> {
-  return new Promise((resolve, reject) => process.send?.(message, (error) => (error ? reject(error) : resolve())));
+  return new Promise((resolve, reject) =>
+    process.send?.(message, (error) => (error ? reject(error) : resolve())),
+  );
 }
 
 async function hostMode(host: NonNullable<RankConfig['host']>): Promise<void> {

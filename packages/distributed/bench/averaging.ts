@@ -104,7 +104,12 @@ async function hostRounds(
   log: (line: string) => void,
 ): Promise<{ phases: HostPhases; roundsMs: number[] }> {
   const secret = createRunSecret();
-  const server = await ControlServer.listen({ secret, worldSize: ranks, heartbeatIntervalMs: 0, idleTimeoutMs: 0 });
+  const server = await ControlServer.listen({
+    secret,
+    worldSize: ranks,
+    heartbeatIntervalMs: 0,
+    idleTimeoutMs: 0,
+  });
   const children: ChildProcess[] = [];
   try {
     const channels = new Map<number, DataChannel>();
@@ -132,12 +137,15 @@ async function hostRounds(
         waitFor<{ timing: RankHostTiming }>(child, 'done').then((message) => message.timing),
       );
       const ordered = [...channels.keys()].sort((left, right) => left - right);
-      const arriving = ordered.map((rank) => (channels.get(rank) as DataChannel).receiveContribution({ timeoutMs: 600_000 }));
-      children.forEach((child, rank) => child.send({ type: 'round', version, mass: rank + 1 }));
+      const arriving = ordered.map((rank) =>
+        (channels.get(rank) as DataChannel).receiveContribution({ timeoutMs: 600_000 }),
+      );
+      for (const [rank, child] of children.entries()) child.send({ type: 'round', version, mass: rank + 1 });
       const contributions = await Promise.all(arriving);
       const received = nowMs();
       const root = new MassAccumulator();
-      contributions.forEach((contribution, index) => root.add(ordered[index] as number, contribution.tensors));
+      for (const [index, contribution] of contributions.entries())
+        root.add(ordered[index] as number, contribution.tensors);
       const folded = nowMs();
       const consensus = root.average();
       const averaged = nowMs();
@@ -145,7 +153,8 @@ async function hostRounds(
       const sentBack = nowMs();
       const timings = await Promise.all(done);
       const end = nowMs();
-      const slowest = (key: keyof RankHostTiming): number => Math.max(...timings.map((timing) => timing[key]));
+      const slowest = (key: keyof RankHostTiming): number =>
+        Math.max(...timings.map((timing) => timing[key]));
       const sample = {
         version,
         receive: received - start,
@@ -187,7 +196,12 @@ async function collectiveRounds(
   const { freePort } = await import('./free-port.js');
   const port = await freePort();
   const children = Array.from({ length: ranks }, (_, rank) => {
-    const config: RankConfig = { rank, worldSize: ranks, ...geometry, collective: { port, rounds: rounds + 1 } };
+    const config: RankConfig = {
+      rank,
+      worldSize: ranks,
+      ...geometry,
+      collective: { port, rounds: rounds + 1 },
+    };
     return forkTs(rankScript, [JSON.stringify(config)]);
   });
   const results = await Promise.all(
@@ -197,7 +211,9 @@ async function collectiveRounds(
   // Per round, the slower rank; the warm-up round left out.
   const perRound = (key: keyof RankCollectiveTiming): number[] =>
     (results[0] as { timings: RankCollectiveTiming[] }).timings
-      .map((_, round) => Math.max(...results.map((result) => (result.timings[round] as RankCollectiveTiming)[key])))
+      .map((_, round) =>
+        Math.max(...results.map((result) => (result.timings[round] as RankCollectiveTiming)[key])),
+      )
       .slice(1);
   return { averageMs: median(perRound('average')), allReduceMs: median(perRound('allReduce')) };
 }
@@ -213,7 +229,9 @@ export async function runAveragingBench(options: AveragingBenchOptions = {}): Pr
   const bytes = params * 4;
   const ranks = options.ranks ?? 2;
   const rounds = options.rounds ?? 5;
-  log(`averaging: ${params} float32 parameters in ${geometry.layers} tensors (${fmt(bytes / 2 ** 20)} MiB), ${ranks} ranks`);
+  log(
+    `averaging: ${params} float32 parameters in ${geometry.layers} tensors (${fmt(bytes / 2 ** 20)} MiB), ${ranks} ranks`,
+  );
   const probe = Math.min(bytes, 256 * 2 ** 20);
   const memcpyBefore = memcpyBandwidth(probe);
   const loopbackBefore = await loopbackBandwidth(probe);

@@ -3,7 +3,7 @@
 // process receiving, plain sockets with no framing or authentication).
 import { type ChildProcess, fork } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer, connect, type Socket } from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { median, nowMs } from './stats.js';
 
@@ -44,7 +44,13 @@ export async function loopbackBandwidth(bytes: number, reps = 3, chunkBytes = 4 
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const port = (server.address() as { port: number }).port;
-  const child = forkTs(here, ['--loopback-sender', String(port), String(bytes), String(reps), String(chunkBytes)]);
+  const child = forkTs(here, [
+    '--loopback-sender',
+    String(port),
+    String(bytes),
+    String(reps),
+    String(chunkBytes),
+  ]);
   const rates: number[] = [];
   try {
     for (let rep = 0; rep < reps; rep += 1) {
@@ -83,7 +89,12 @@ async function sendLoop(port: number, bytes: number, reps: number, chunkBytes: n
 }
 
 if (process.argv[2] === '--loopback-sender') {
-  const [port, bytes, reps, chunkBytes] = process.argv.slice(3).map(Number) as [number, number, number, number];
+  const [port, bytes, reps, chunkBytes] = process.argv.slice(3).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+  ];
   await sendLoop(port, bytes, reps, chunkBytes);
   process.exit(0);
 }

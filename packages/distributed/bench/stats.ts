@@ -37,7 +37,8 @@ export function intOption(options: Map<string, string>, name: string, fallback: 
   const raw = options.get(name);
   if (raw === undefined) return fallback;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1) throw new Error(`--${name}: expected a positive integer, got ${raw}`);
+  if (!Number.isInteger(value) || value < 1)
+    throw new Error(`--${name}: expected a positive integer, got ${raw}`);
   return value;
 }
 

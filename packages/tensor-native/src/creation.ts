@@ -7,7 +7,7 @@ import { dtypeCode } from './internal/codes.js';
 import { call } from './internal/methods.js';
 import {
   checkInt,
-  checkNonNegativeInt,
+  checkNonNegativeInteger,
   checkNumber,
   checkOptions,
   checkScalar,
@@ -239,14 +239,14 @@ export function arange(a: number, b?: number | TensorOptions, c?: number, d?: Te
 export function linspace(start: number, end: number, steps: number, options?: TensorOptions): Tensor {
   checkNumber('linspace', 'start', start);
   checkNumber('linspace', 'end', end);
-  checkNonNegativeInt('linspace', 'steps', steps);
+  checkNonNegativeInteger('linspace', 'steps', steps);
   const [dtype, device] = resolve('linspace', options, 'float32');
   return call('linspace', {}, () => native.linspace(start, end, steps, dtype, device));
 }
 /** The `n × m` identity matrix (`m` defaults to `n`). PyTorch: `torch.eye`. */
 export function eye(n: number, m?: number, options?: TensorOptions): Tensor {
-  checkNonNegativeInt('eye', 'n', n);
-  if (m !== undefined) checkNonNegativeInt('eye', 'm', m);
+  checkNonNegativeInteger('eye', 'n', n);
+  if (m !== undefined) checkNonNegativeInteger('eye', 'm', m);
   const [dtype, device] = resolve('eye', options, 'float32');
   return call('eye', {}, () => native.eye(n, m, dtype, device));
 }

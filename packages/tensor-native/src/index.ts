@@ -63,7 +63,19 @@ export {
 } from './errors.js';
 export { add, cat, div, einsum, matmul, maximum, minimum, mul, pow, stack, sub, where } from './functions.js';
 export { broadcastShapes } from './internal/diagnose.js';
-export { checkBoolean, checkOneOf, checkOptions } from './internal/validate.js';
+export {
+  checkBoolean,
+  checkFiniteNumber,
+  checkInteger,
+  checkNonNegativeInteger,
+  checkNumberInRange,
+  checkOneOf,
+  checkOptionalFunction,
+  checkOptions,
+  checkOptionsObject,
+  checkPositiveInteger,
+  type RangeOptions,
+} from './internal/validate.js';
 export { autogradGrad, type BackwardOptions, isGradEnabled, setGradEnabled } from './ops-autograd.js';
 export { linalg } from './ops-linalg.js';
 export type { ReduceOptions, ValuesIndices } from './ops-reduce.js';

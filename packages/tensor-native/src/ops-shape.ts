@@ -7,7 +7,7 @@ import {
   checkBoolean,
   checkInt,
   checkIntList,
-  checkNonNegativeInt,
+  checkNonNegativeInteger,
   checkScalar,
 } from './internal/validate.js';
 import type { ValuesIndices } from './ops-reduce.js';
@@ -251,7 +251,7 @@ proto.narrow = function narrow(this: Tensor, dim: number, start: number, length:
   const d = normalizeDim('narrow', dim, shape.length);
   const size = shape[d] ?? 1;
   checkInt('narrow', 'start', start);
-  checkNonNegativeInt('narrow', 'length', length);
+  checkNonNegativeInteger('narrow', 'length', length);
   const begin = start < 0 ? start + size : start;
   if (begin < 0 || begin + length > size) {
     throw new FlodlError('ERR_INVALID_ARGUMENT', 'range out of bounds', {
@@ -439,7 +439,7 @@ proto.repeat = function repeat(this: Tensor, ...args: number[] | [number[]]): Te
 };
 
 proto.repeatInterleave = function repeatInterleave(this: Tensor, repeats: number, dim?: number): Tensor {
-  checkNonNegativeInt('repeatInterleave', 'repeats', repeats);
+  checkNonNegativeInteger('repeatInterleave', 'repeats', repeats);
   if (dim !== undefined) normalizeDim('repeatInterleave', dim, this.ndim);
   return call('repeatInterleave', { self: this }, () => native.repeatInterleave(this._h, repeats, dim));
 };

@@ -1,16 +1,17 @@
 // c10d collectives: really separate Node processes (test/distributed-worker.mjs, one per rank)
 // rendezvous over loopback through a TCPStore; the in-process cases use a one-rank group.
+
 import { type ChildProcess, fork } from 'node:child_process';
 import { connect, createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { caught } from '@flodl/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   buildInfo,
   createProcessGroup,
   cuda,
   distributed,
-  FlodlError,
   manualSeed,
   type ProcessGroup,
   randn,
@@ -316,16 +317,6 @@ function expectPoisonedThenGone(survivor: RankOutcome): Attempt {
   expect(second!.elapsedMs).toBeLessThan(100);
   expect(third!.error?.code).toBe('ERR_DISPOSED');
   return first!;
-}
-
-function caught(fn: () => unknown): FlodlError {
-  try {
-    fn();
-  } catch (error) {
-    if (FlodlError.isInstance(error)) return error;
-    throw new Error(`expected a FlodlError, got ${String(error)}`);
-  }
-  throw new Error('expected a throw');
 }
 
 describe('one-rank gloo group in this process', () => {

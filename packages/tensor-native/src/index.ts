@@ -1,10 +1,13 @@
 // @flodl/tensor-native: libtorch tensors for Node.js.
 import './ops-math.js';
 import './ops-reduce.js';
-import './ops-shape.js';
+import './ops-views.js';
+import './ops-indexing.js';
+import './ops-sorting.js';
 import './ops-linalg.js';
 import './ops-inplace.js';
 import './ops-autograd.js';
+import './ops-print.js';
 import './cuda-streams.js';
 
 export { aten } from './aten.js';

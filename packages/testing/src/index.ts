@@ -19,3 +19,4 @@ export {
 } from './device.js';
 export { decodeNumber, type EncodedNumber, readFixture } from './encoding.js';
 export { caught, caughtAsync, expectFlodlError, type FlodlErrorLike, isFlodlError } from './errors.js';
+export { type CapturedWarnings, captureWarnings, type IsolatedRun, runIsolated } from './noise.js';

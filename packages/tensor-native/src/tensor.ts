@@ -1,6 +1,7 @@
 // The Tensor handle: owns one native libtorch tensor. Its op methods are attached by the
 // files named ops-*.ts (declaration merging keeps each family in its own small file).
 
+import { shareClassIdentity } from './class-identity.js';
 import type { TensorData, TensorOptions } from './creation.js';
 import { type Device, deviceCode, deviceName } from './device.js';
 import { type DType, parseDType } from './dtype.js';
@@ -277,3 +278,5 @@ export function normalizeDim(op: string, dim: unknown, ndim: number, name = 'dim
   }
   return dim < 0 ? dim + span : dim;
 }
+
+shareClassIdentity(Tensor, 'flodl.Tensor');

@@ -1,4 +1,4 @@
-import { describeValue, FlodlError, invalidArgument, Tensor } from '@flodl/tensor-native';
+import { describeValue, FlodlError, invalidArgument, shareClassIdentity, Tensor } from '@flodl/tensor-native';
 import { Optimizer } from '../optim/optimizer.js';
 import { checkChoice, checkInteger, checkNumberIn, checkSchedulerOptions, perGroup } from './validate.js';
 
@@ -211,3 +211,5 @@ export class ReduceLROnPlateau {
     this.lastLr = [...state.lastLr];
   }
 }
+
+shareClassIdentity(ReduceLROnPlateau, 'flodl.nn.ReduceLROnPlateau');

@@ -22,9 +22,9 @@ const OP = 'MassAccumulator';
  */
 export function windowMass(steps: number, gamma = 1): number {
   if (!Number.isInteger(steps) || steps < 0)
-    throw invalidArgument('windowMass', 'steps', 'an integer ≥ 0', steps);
+    throw invalidArgument('windowMass', 'steps', 'an integer >= 0', steps);
   if (!(gamma >= 0 && Number.isFinite(gamma)))
-    throw invalidArgument('windowMass', 'gamma', 'a finite number ≥ 0', gamma);
+    throw invalidArgument('windowMass', 'gamma', 'a finite number >= 0', gamma);
   return contributionMass(steps, gamma);
 }
 
@@ -129,7 +129,7 @@ export class MassAccumulator {
       throw invalidArgument(`${OP}.add`, 'rank', 'a rank not yet added', rank);
     for (const tensor of tensors) {
       if (!(tensor.mass >= 0 && Number.isFinite(tensor.mass))) {
-        throw invalidArgument(`${OP}.add`, `${tensor.name}.mass`, 'a finite number ≥ 0', tensor.mass);
+        throw invalidArgument(`${OP}.add`, `${tensor.name}.mass`, 'a finite number >= 0', tensor.mass);
       }
       const values = floatView(tensor.dtype, tensor.bytes);
       let slot = this.#slots.get(tensor.name);

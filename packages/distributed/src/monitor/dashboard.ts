@@ -1,7 +1,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { checkOptions, FlodlError, invalidArgument } from '@flodl/tensor-native';
+import { checkNonNegativeInteger, checkOptions, FlodlError, invalidArgument } from '@flodl/tensor-native';
 import { renderPage } from './page.js';
 import { pageAssets } from './page-assets.js';
 import { saveReport } from './report.js';
@@ -114,8 +114,8 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     });
   if (!recorder || typeof recorder.subscribe !== 'function')
     throw invalidArgument('startDashboard', 'recorder', 'a RunRecorder (observe(host).recorder)', recorder);
-  if (!Number.isSafeInteger(port) || port < 0 || port > 65_535)
-    throw invalidArgument('startDashboard', 'port', 'an integer port in [0, 65535]', port);
+  if (checkNonNegativeInteger('startDashboard', 'port', port) > 65_535)
+    throw invalidArgument('startDashboard', 'port', 'a TCP port in [0, 65535]', port);
   if (typeof host !== 'string' || host.length === 0)
     throw invalidArgument('startDashboard', 'host', 'an address to bind', host);
   const title = options.title ?? recorder.state.snapshot.run?.name ?? 'flodl run';

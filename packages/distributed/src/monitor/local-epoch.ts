@@ -1,4 +1,4 @@
-import { checkOptions, invalidArgument } from '@flodl/tensor-native';
+import { checkNumberInRange, checkOptions } from '@flodl/tensor-native';
 import type { EpochMetrics } from '../wire/messages.js';
 
 /** What a single-process run knows of one epoch (see {@link localEpochMetrics}). */
@@ -38,11 +38,8 @@ export function localEpochMetrics(epoch: LocalEpoch): EpochMetrics {
     dataStarveMs = 0,
     deviceIndex = 0,
   } = checkOptions('localEpochMetrics', epoch, FIELDS);
-  for (const name of ['epochMs', 'samples'] as const) {
-    const value = epoch[name];
-    if (typeof value !== 'number' || !(value >= 0))
-      throw invalidArgument('localEpochMetrics', name, 'a number ≥ 0', value);
-  }
+  checkNumberInRange('localEpochMetrics', 'epochMs', epoch.epochMs, 0);
+  checkNumberInRange('localEpochMetrics', 'samples', epoch.samples, 0);
   return {
     epoch: epoch.epoch,
     avgLoss: epoch.avgLoss,

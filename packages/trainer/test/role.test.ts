@@ -56,6 +56,7 @@ describe('detectRole', () => {
       } catch (caught) {
         return caught;
       }
+      return undefined;
     })();
     expect(FlodlError.isInstance(error) && error.message).toContain('RANK is not a rank number');
     expect(() => detectRole(['cpu'], { RANK: '3', WORLD_SIZE: '2', MASTER_ADDR: 'h' })).toThrow(/do not fit/);

@@ -476,7 +476,9 @@ export {
   zerosLike,
 } from '@flodl/tensor-native';
 // the data pipeline: datasets, formats, DataLoader, samplers
+// The training tiers: the managed Trainer (with intoWorker) and the cooperative Worker.
 export {
+  type AnyModule,
   AsyncEpochIterator,
   Batch,
   type BatchDataset,
@@ -489,6 +491,7 @@ export {
   DEFAULT_RESIDENT_MAX_BYTES,
   defaultCollate,
   EpochBatches,
+  type EpochContext,
   EpochIterator,
   type EpochPlan,
   epochKey,
@@ -505,9 +508,11 @@ export {
   type LoadNpyOptions,
   loadIdx,
   loadNpy,
+  type ModelFactory,
   type NpyArray,
   type NpyElementType,
   npyToTensor,
+  type OptimizerFactory,
   parseIdx,
   parseNpy,
   partitionIndices,
@@ -519,6 +524,7 @@ export {
   readDataFile,
   readIdx,
   readNpy,
+  recordScalar,
   type Sample,
   type Sampler,
   type Seed,
@@ -528,4 +534,11 @@ export {
   splitMix64,
   TensorDataset,
   type TensorDatasetOptions,
+  type TrainedRun,
+  type TrainedState,
+  TrainerHandle,
+  type TrainerOptions,
+  type TrainStep,
 } from '@flodl/trainer';
+export { CooperativeTrainerBuilder, Trainer } from './trainer.js';
+export { type StepOutcome, Worker } from './worker.js';

@@ -243,6 +243,7 @@ export function startRun<M extends AnyModule>(spec: RunSpec<M>): TrainerHandle {
         process.exit(0);
       },
       stop,
+      role.launchedBy === 'flodl',
     );
   }
   if (role.kind === 'launcher') {

@@ -13,6 +13,8 @@ interface RankResult {
   epochs: number[];
   evals: [number, number][];
   steps: number;
+  /** Sample indices trained, per epoch. */
+  trained: number[][];
 }
 
 async function run(config: Record<string, unknown>) {
@@ -52,7 +54,10 @@ async function run(config: Record<string, unknown>) {
       );
     }
     const checkpoints = readdirSync(dir).filter((name) => name.includes('.checkpoint-'));
-    return { status, stderr, ranks, managed, rounds, checkpoints };
+    const dead = readdirSync(dir)
+      .filter((name) => name.endsWith('.dead'))
+      .map((name) => JSON.parse(readFileSync(join(dir, name), 'utf8')) as RankResult);
+    return { status, stderr, ranks, managed, rounds, checkpoints, dead };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -76,6 +81,12 @@ describe.concurrent('cooperative Worker on three CPU ranks', () => {
           byVersion.set(round.version, (byVersion.get(round.version) ?? new Set()).add(round.digest));
       }
       expect(byVersion.size).toBeGreaterThan(0); // averaging happened, inside step()
+      if (mode.endsWith('Sync')) {
+        // Lockstep: the loop only calls step(), and nearly every step carried its round (a SyncNow
+        // or RequestParams/Update reduced and acknowledged inside it).
+        const rank0 = result.ranks.get(0) as RankResult;
+        expect(result.rounds.get(0)!.length).toBeGreaterThanOrEqual(rank0.steps / 2);
+      }
       if (mode !== 'CpuAsync') for (const digests of byVersion.values()) expect(digests.size).toBe(1);
       expect(result.checkpoints.length).toBe(1);
     });
@@ -134,5 +145,12 @@ describe.concurrent('cooperative Worker on three CPU ranks', () => {
     expect([...result.ranks.keys()]).toEqual([0, 2]);
     expect(result.stderr).toContain('the loop failed');
     for (const rank of result.ranks.values()) expect(rank.epochs).toEqual([0, 1, 2]);
+    // Coverage of the epoch the rank died in: the survivors trained no sample twice, and with
+    // what the dead rank trained before it died, every sample but a few partial-batch
+    // remainders was trained.
+    const survivors = [...result.ranks.values()].flatMap((rank) => rank.trained[0] ?? []);
+    expect(new Set(survivors).size).toBe(survivors.length);
+    const covered = new Set([...survivors, ...(result.dead[0]?.trained[0] ?? [])]);
+    expect(covered.size).toBeGreaterThanOrEqual(work.totalSamples - 3 * work.batchSize);
   });
 });

@@ -54,10 +54,11 @@ async function run(config: Record<string, unknown>) {
       );
     }
     const checkpoints = readdirSync(dir).filter((name) => name.includes('.checkpoint-'));
+    const evalRuns = readdirSync(dir).filter((name) => name.includes('.eval-run-'));
     const dead = readdirSync(dir)
       .filter((name) => name.endsWith('.dead'))
       .map((name) => JSON.parse(readFileSync(join(dir, name), 'utf8')) as RankResult);
-    return { status, stderr, ranks, managed, rounds, checkpoints, dead };
+    return { status, stderr, ranks, managed, rounds, checkpoints, dead, evalRuns };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -89,6 +90,8 @@ describe.concurrent('cooperative Worker on three CPU ranks', () => {
       }
       if (mode !== 'CpuAsync') for (const digests of byVersion.values()) expect(digests.size).toBe(1);
       expect(result.checkpoints.length).toBe(1);
+      // Each eval ran once, on one rank, and its result reached every rank.
+      expect(result.evalRuns.length).toBe(result.ranks.get(0)!.evals.length);
     });
   }
 

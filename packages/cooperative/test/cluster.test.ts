@@ -136,6 +136,19 @@ describe.concurrent('cooperative Worker on three CPU ranks', () => {
     for (const rank of result.ranks.values()) expect(rank.evals.length).toBe(1);
   });
 
+  it('elastic: a rank whose process exits without finish() is a failure with a record, not a clean exit', async () => {
+    const result = await run({
+      ...work,
+      mode: 'CpuCadence',
+      tier: 'cooperative',
+      elastic: true,
+      exitAt: { rank: 2, step: 4 },
+    });
+    expect(result.status, result.stderr).toBe(0);
+    expect([...result.ranks.keys()]).toEqual([0, 1]);
+    expect(result.stderr).toMatch(/lost rank 2: .*exited without finish\(\)/);
+  });
+
   it('elastic: a rank whose loop throws leaves a death record; the survivors finish', async () => {
     const result = await run({
       ...work,

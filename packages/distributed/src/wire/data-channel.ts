@@ -102,6 +102,7 @@ export class DataChannel {
   private readonly chunkBytes: number;
   private readonly maxTensorBytes: number;
   private readonly maxQueuedBytes: number;
+  private readonly sendAheadBytes: number;
   private sending: Promise<void> = Promise.resolve();
   private contribution: { version: number; tensorCount: number; next: number } | undefined;
   private incoming: IncomingTensor | undefined;
@@ -131,6 +132,7 @@ export class DataChannel {
     }
     this.maxTensorBytes = options.maxTensorBytes ?? 1024 ** 3;
     this.maxQueuedBytes = options.maxQueuedBytes ?? 256 * 1024 * 1024;
+    this.sendAheadBytes = 2 * this.chunkBytes;
     connection.reader.payloadTarget = (header) => this.chunkTarget(header);
     connection.onFrame = (frame) => this.receiveFrame(frame);
     connection.onClose((error) => {
@@ -224,16 +226,24 @@ export class DataChannel {
     const headers = tensors.map((entry) => encodeMessage(describeOutgoing(entry)).payload);
     await this.connection.sendRaw(begin.kind, begin.payload);
     try {
+      const socket = this.connection.socket;
+      let last: Promise<void> = Promise.resolve();
+      const write = async (kind: number, payload: Uint8Array): Promise<void> => {
+        if (this.connection.closed) await last;
+        last = this.connection.sendRaw(kind, payload);
+        last.catch(() => {}); // awaited below or at the end
+        // Frames queue without a wait until `sendAheadBytes` are unwritten: the socket keeps
+        // moving while the next frame is tagged (they are views of one tensor's bytes).
+        if (socket.writableLength > this.sendAheadBytes) await last;
+      };
       for (const [index, entry] of tensors.entries()) {
-        await this.connection.sendRaw(MessageKind.TensorBegin, headers[index]!);
+        await write(MessageKind.TensorBegin, headers[index]!);
         const bytes = 'tensor' in entry ? toBytes(entry.tensor) : entry.bytes;
         for (let offset = 0; offset < bytes.length; offset += this.chunkBytes) {
-          await this.connection.sendRaw(
-            MessageKind.TensorChunk,
-            bytes.subarray(offset, offset + this.chunkBytes),
-          );
+          await write(MessageKind.TensorChunk, bytes.subarray(offset, offset + this.chunkBytes));
         }
       }
+      await last;
     } catch (error) {
       // Half a contribution cannot be taken back: the channel is unusable from here.
       this.connection.fail(FlodlError.isInstance(error) ? error : closedError('DataChannel.send', error));

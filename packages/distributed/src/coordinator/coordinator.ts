@@ -510,7 +510,8 @@ export class ClusterCoordinator {
     this.ledger.close(input.rank);
     round.joined.add(input.rank);
     this.#divergence.record(input.rank, input.divergence, input.preNorm, input.postNorm);
-    if ([...round.participants].every((rank) => round.joined.has(rank))) this.#finishRound([...round.joined]);
+    // Only participants join (checked above): the round is complete when the counts meet.
+    if (round.joined.size === round.participants.size) this.#finishRound([...round.joined]);
   }
 
   #onSnapshotReady(rank: number, version: number): void {

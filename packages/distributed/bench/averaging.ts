@@ -12,6 +12,7 @@ import { MassAccumulator } from '../src/averaging/index.js';
 import { ControlServer, createRunSecret, type DataChannel } from '../src/wire/index.js';
 import type { RankCollectiveTiming, RankConfig, RankHostTiming } from './averaging-rank.js';
 import { forkTs, loopbackBandwidth, memcpyBandwidth } from './bandwidth.js';
+import { freePort } from './free-port.js';
 import { fmt, intOption, median, nowMs, parseArgs, table, writeJson } from './stats.js';
 
 const rankScript = fileURLToPath(new URL('./averaging-rank.ts', import.meta.url));
@@ -193,7 +194,6 @@ async function collectiveRounds(
   ranks: number,
   rounds: number,
 ): Promise<{ averageMs: number; allReduceMs: number }> {
-  const { freePort } = await import('./free-port.js');
   const port = await freePort();
   const children = Array.from({ length: ranks }, (_, rank) => {
     const config: RankConfig = {

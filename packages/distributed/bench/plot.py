@@ -1,6 +1,8 @@
 """Plots `pnpm bench:coordinator -- --json FILE` output as a PNG (Debian's python3-matplotlib).
 
-    python3 bench/plot.py coordinator.json ../../docs/coordinator-scaling.png
+    /usr/bin/python3 bench/plot.py COORDINATOR_JSON OUTPUT_PNG [BEFORE_JSON]
+
+BEFORE_JSON: an earlier run (another version of the code) drawn grey for comparison.
 """
 import json
 import sys
@@ -11,7 +13,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
-def main(source: str, target: str) -> None:
+def main(source: str, target: str, before: str | None) -> None:
     with open(source, encoding="utf-8") as handle:
         result = json.load(handle)
     rows = result["rows"]
@@ -21,31 +23,29 @@ def main(source: str, target: str) -> None:
         picked = sorted((row for row in rows if row["mode"] == mode), key=lambda row: row["ranks"])
         ranks = [row["ranks"] for row in picked]
         line = reports.plot(ranks, [row["medianReportUs"] for row in picked], marker="o", label=f"{mode} median")[0]
-        reports.plot(
-            ranks,
-            [row["perReportUs"] for row in picked],
-            marker="x",
-            linestyle="--",
-            color=line.get_color(),
-            alpha=0.6,
-            label=f"{mode} mean",
-        )
+        dashed = {"linestyle": "--", "color": line.get_color(), "alpha": 0.6}
+        reports.plot(ranks, [row["perReportUs"] for row in picked], marker="x", label=f"{mode} mean", **dashed)
         rounds.plot(ranks, [row["decisionMs"] for row in picked], marker="o", color=line.get_color(), label=f"{mode} decision")
-        rounds.plot(
-            ranks,
-            [row["finishMs"] for row in picked],
-            marker="s",
-            linestyle="--",
-            color=line.get_color(),
-            alpha=0.6,
-            label=f"{mode} finish",
-        )
+        rounds.plot(ranks, [row["finishMs"] for row in picked], marker="s", label=f"{mode} finish", **dashed)
+    if before:
+        with open(before, encoding="utf-8") as handle:
+            earlier = json.load(handle)["rows"]
+        for mode in sorted({row["mode"] for row in earlier}):
+            picked = sorted((row for row in earlier if row["mode"] == mode), key=lambda row: row["ranks"])
+            reports.plot(
+                [row["ranks"] for row in picked],
+                [row["medianReportUs"] for row in picked],
+                marker="^",
+                color="grey",
+                alpha=0.7,
+                label=f"{mode} median, before",
+            )
     reports.set(xscale="log", yscale="log", xlabel="ranks", ylabel="coordinator µs per rank report")
     reports.set_title("Cost per report (flat = no quadratic step)")
     rounds.axhline(1.0, color="grey", linewidth=1, linestyle=":")
     rounds.text(64, 1.08, "1 ms", color="grey")
     rounds.set(xscale="log", yscale="log", xlabel="ranks", ylabel="ms")
-    rounds.set_title("Last report → round start (decision); round end → next window (finish)")
+    rounds.set_title("Decision (last report → round start) and finish")
     for axis in (reports, rounds):
         axis.set_xticks([row["ranks"] for row in rows if row["mode"] == modes[0]])
         axis.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
@@ -61,6 +61,6 @@ def main(source: str, target: str) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit("usage: plot.py COORDINATOR_JSON OUTPUT_PNG")
-    main(sys.argv[1], sys.argv[2])
+    if len(sys.argv) not in (3, 4):
+        sys.exit("usage: plot.py COORDINATOR_JSON OUTPUT_PNG [BEFORE_JSON]")
+    main(sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) == 4 else None)

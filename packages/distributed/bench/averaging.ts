@@ -150,6 +150,9 @@ async function hostRounds(
       const folded = nowMs();
       const consensus = root.average();
       const averaged = nowMs();
+      // As CoordinatorHost does: the folded contributions' buffers take the next round's.
+      for (const [index, contribution] of contributions.entries())
+        channels.get(ordered[index] as number)?.recycle(contribution.tensors);
       await Promise.all(ordered.map((rank) => (channels.get(rank) as DataChannel).send(version, consensus)));
       const sentBack = nowMs();
       const timings = await Promise.all(done);

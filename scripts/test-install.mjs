@@ -36,6 +36,7 @@ const MINUTE = 60_000;
 const work = mkdtempSync(join(tmpdir(), 'flodl-install-'));
 let registry; // the verdaccio child process
 let registryLog;
+let streaming; // the long command runStreaming waits for
 let passed = 0;
 let failed = 0;
 
@@ -69,6 +70,44 @@ function run(
   if (result.error) throw new Error(`${command} failed to run or timed out: ${result.error.message}`);
   if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} exited with ${result.status}`);
   return capture ? `${result.stdout}${result.stderr}` : '';
+}
+
+/**
+ * Runs a long command with its output shown as it comes (an install compiling the addon) and
+ * returns that output; throws when it fails or runs past `timeoutMs` (then it is killed).
+ */
+function runStreaming(command, args, { cwd, env = {}, timeoutMs }) {
+  log(`$ ${[command, ...args].join(' ')}   (in ${cwd})`);
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, {
+      cwd,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    streaming = child;
+    let output = '';
+    const collect = (sink) => (chunk) => {
+      output += chunk;
+      sink.write(chunk);
+    };
+    child.stdout.setEncoding('utf8').on('data', collect(process.stdout));
+    child.stderr.setEncoding('utf8').on('data', collect(process.stderr));
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, timeoutMs);
+    child.once('error', (error) => {
+      clearTimeout(timer);
+      reject(new Error(`${command} failed to run: ${error.message}`));
+    });
+    child.once('close', (status) => {
+      clearTimeout(timer);
+      if (timedOut) reject(new Error(`${command} ${args.join(' ')} ran past ${timeoutMs / MINUTE} min`));
+      else if (status !== 0) reject(new Error(`${command} ${args.join(' ')} exited with ${status}`));
+      else resolve(output);
+    });
+  });
 }
 
 /** One named check: counts it, and stops the run at the first failure. */
@@ -374,17 +413,12 @@ async function main() {
   writeFileSync(userEnv.NPM_CONFIG_USERCONFIG, '');
 
   const npmProject = userProject('npm-project', url);
-  await step('npm install @flodl/cooperative in an empty project', () => {
+  await step('npm install @flodl/cooperative in an empty project', async () => {
     const started = Date.now();
-    const output = run(
+    const output = await runStreaming(
       'npm',
       ['install', '--no-audit', '--no-fund', '--foreground-scripts', '@flodl/cooperative'],
-      {
-        cwd: npmProject,
-        env: userEnv,
-        capture: true,
-        timeoutMs: 20 * MINUTE,
-      },
+      { cwd: npmProject, env: userEnv, timeoutMs: 20 * MINUTE },
     );
     const build = checkBuildProgress(output);
     return `install ${seconds(started)}, of which the addon build ${build}`;
@@ -407,26 +441,58 @@ async function main() {
   // pnpm runs no dependency's build script unless it is allowed (see the tensor-native README).
   writeFileSync(join(pnpmProject, 'pnpm-workspace.yaml'), "allowBuilds:\n  '@flodl/tensor-native': true\n");
   const pnpmEnv = { ...userEnv, npm_config_store_dir: join(work, 'pnpm-store') };
-  await step('pnpm add @flodl/cooperative in an empty project', () => {
+  await step('pnpm add @flodl/cooperative in an empty project', async () => {
     const started = Date.now();
-    const output = run(process.execPath, [pnpm, 'add', '@flodl/cooperative', '--reporter=append-only'], {
-      cwd: pnpmProject,
-      env: pnpmEnv,
-      capture: true,
-      timeoutMs: 20 * MINUTE,
-    });
+    const output = await runStreaming(
+      process.execPath,
+      [pnpm, 'add', '@flodl/cooperative', '--reporter=append-only'],
+      {
+        cwd: pnpmProject,
+        env: pnpmEnv,
+        timeoutMs: 20 * MINUTE,
+      },
+    );
     const build = checkBuildProgress(output);
     return `install ${seconds(started)}, of which the addon build ${build}`;
   });
   await step('pnpm project: ESM and CommonJS training, npx flodl --help and launch', () =>
     runUserScripts(pnpmProject, pnpmEnv),
   );
+
+  // Without the allowance pnpm skips the build; the first import must then say what to do.
+  const ignoredProject = userProject('pnpm-no-build', url);
+  await step('pnpm without allowBuilds: the never-built addon names npm rebuild', () => {
+    const added = spawnSync(process.execPath, [pnpm, 'add', '@flodl/cooperative', '--reporter=append-only'], {
+      cwd: ignoredProject,
+      env: { ...process.env, ...pnpmEnv },
+      encoding: 'utf8',
+      timeout: 5 * MINUTE,
+    });
+    const said = `${added.stdout}${added.stderr}`;
+    if (!said.includes('@flodl/tensor-native'))
+      throw new Error(`pnpm did not name the ignored build:\n${said}`);
+    const loaded = spawnSync(process.execPath, ['-e', "require('@flodl/cooperative')"], {
+      cwd: ignoredProject,
+      encoding: 'utf8',
+      timeout: MINUTE,
+    });
+    if (loaded.status === 0) throw new Error('the addon loaded although its build was skipped');
+    for (const expected of ['ERR_BINDING_NOT_FOUND', 'never built', 'npm rebuild @flodl/tensor-native']) {
+      if (!loaded.stderr.includes(expected))
+        throw new Error(`the load error lacks "${expected}":\n${loaded.stderr}`);
+    }
+    const code = said.match(/ERR_PNPM_\w+/)?.[0];
+    return `pnpm exited ${added.status}${code ? ` with ${code}` : ''}; the import failed with ERR_BINDING_NOT_FOUND`;
+  });
 }
 
 let code = 0;
 // A signal lands between two steps (a running command holds the event loop): exit then, and
 // let the exit handler stop the registry and remove the folders.
 process.on('exit', () => {
+  if (streaming !== undefined && streaming.exitCode === null && streaming.signalCode === null) {
+    streaming.kill('SIGKILL');
+  }
   if (registry !== undefined && registry.exitCode === null && registry.signalCode === null) {
     process.kill(registry.pid, 'SIGKILL');
   }

@@ -1,6 +1,8 @@
 #!/usr/bin/env node
-// `npm test`: set-up (scripts/setup.mjs), then every package's tests through turbo, then one
-// closing line that sums the vitest JSON reports: "tests: N passed, N failed, N skipped".
+// `npm test`: set-up (scripts/setup.mjs), the import-cycle check (scripts/check-cycles.mjs),
+// then every package's tests through turbo, then one closing line that sums the vitest JSON
+// reports: "tests: N passed, N failed, N skipped".
+import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,6 +14,8 @@ const packageDirs = ['packages', 'apps']
   .flatMap((group) => readdirSync(join(root, group)).map((name) => join(root, group, name)));
 const reports = packageDirs.map((dir) => join(dir, 'test-results.json'));
 for (const report of reports) rmSync(report, { force: true });
+
+const cycles = spawnSync(process.execPath, [join(root, 'scripts', 'check-cycles.mjs')], { stdio: 'inherit' });
 
 const result = runPnpm([
   'exec',
@@ -35,7 +39,7 @@ for (const report of reports) {
   failed += data.numFailedTests ?? 0;
   skipped += (data.numPendingTests ?? 0) + (data.numTodoTests ?? 0);
 }
-const status = result.status ?? 1;
+const status = cycles.status !== 0 ? 1 : (result.status ?? 1);
 if (status !== 0 && failed === 0) failed = 1; // a build, lint or typecheck failure counts as a failure
 console.log(`tests: ${passed} passed, ${failed} failed, ${skipped} skipped`);
 process.exit(status);

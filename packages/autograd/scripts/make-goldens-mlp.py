@@ -8,10 +8,13 @@ Regenerate with Debian's PyTorch (python3-torch):
     pnpm --filter @flodl/autograd run goldens      # runs every scripts/make-*.py
 or  /usr/bin/python3 scripts/make-goldens-mlp.py
 """
-import json
 import os
+import sys
 
 import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testing", "python"))
+from flodl_goldens import encode_data, write_json  # noqa: E402
 
 torch.manual_seed(1234)
 samples, features, hidden, classes = 64, 10, 32, 3
@@ -52,6 +55,5 @@ fixture = {
     "losses": losses,
 }
 path = os.path.join(os.path.dirname(__file__), "..", "test", "fixtures", "mlp.json")
-with open(path, "w") as handle:
-    json.dump(fixture, handle)
+write_json(path, encode_data(fixture))
 print(f"wrote {path}: {len(losses)} losses, first {losses[0]:.6f}, last {losses[-1]:.6f}")

@@ -47,11 +47,15 @@ The fixture format (JSON, one case per line):
 import json
 import math
 import os
+import sys
 import warnings
 
 import numpy
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'testing', 'python'))
+from flodl_goldens import encode_number  # noqa: E402
 
 SEED = 0
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -69,10 +73,8 @@ generator = torch.Generator().manual_seed(SEED)
 
 def encode_value(value, dtype):
     if isinstance(value, float):
-        if math.isnan(value):
-            return 'nan'
-        if math.isinf(value):
-            return 'inf' if value > 0 else '-inf'
+        if not math.isfinite(value):
+            return encode_number(value)
         if dtype == torch.float32:
             return float(repr(numpy.float32(value)))
     return value

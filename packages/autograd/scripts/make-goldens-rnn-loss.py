@@ -41,10 +41,14 @@ The fixture format (JSON):
 import json
 import math
 import os
+import sys
 import warnings
 
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'testing', 'python'))
+from flodl_goldens import encode_number  # noqa: E402
 
 SEED = 0
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -64,18 +68,9 @@ warnings.filterwarnings('ignore', message="reduction: 'mean' divides the total l
 # ---------------------------------------------------------------------------------------
 # Tensors in JSON and the inputs of cases
 
-def encode_value(value):
-    if isinstance(value, float):
-        if math.isnan(value):
-            return 'nan'
-        if math.isinf(value):
-            return 'inf' if value > 0 else '-inf'
-    return value
-
-
 def encode_tensor(tensor):
     tensor = tensor.detach().contiguous()
-    return {'data': [encode_value(value) for value in tensor.flatten().tolist()], 'shape': list(tensor.shape),
+    return {'data': [encode_number(value) for value in tensor.flatten().tolist()], 'shape': list(tensor.shape),
             'dtype': DTYPE_NAMES[tensor.dtype]}
 
 

@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
 import { keep, liveTensorCount, Tensor, tidy } from '@flodl/tensor-native';
+import { readFixture } from '@flodl/testing';
 import { describe, expect, it } from 'vitest';
 import { noGrad, Variable } from '../src/index.js';
 
@@ -16,9 +16,7 @@ interface MlpFixture {
   losses: number[];
 }
 
-const fixture = JSON.parse(
-  readFileSync(new URL('./fixtures/mlp.json', import.meta.url), 'utf8'),
-) as MlpFixture;
+const fixture = readFixture(new URL('./fixtures/mlp.json', import.meta.url)) as MlpFixture;
 const load = (encoded: Encoded) => Tensor.from(Float32Array.from(encoded.data), encoded.shape);
 
 describe('a two-layer MLP trained by hand', () => {

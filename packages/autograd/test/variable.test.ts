@@ -1,26 +1,7 @@
-import {
-  arange,
-  FlodlError,
-  keep,
-  liveTensorCount,
-  ones,
-  randn,
-  Tensor,
-  tidy,
-  zeros,
-} from '@flodl/tensor-native';
+import { arange, keep, liveTensorCount, ones, randn, Tensor, tidy, zeros } from '@flodl/tensor-native';
+import { caught } from '@flodl/testing';
 import { describe, expect, it } from 'vitest';
 import { enableGrad, grad, gradcheck, isGradEnabled, noGrad, Variable } from '../src/index.js';
-
-function caught(fn: () => unknown): FlodlError {
-  try {
-    fn();
-  } catch (error) {
-    if (FlodlError.isInstance(error)) return error;
-    throw new Error(`expected a FlodlError, got ${String(error)}`);
-  }
-  throw new Error('expected a throw');
-}
 
 const f64 = (data: number[], shape?: number[]) => Tensor.from(data, shape, { dtype: 'float64' });
 

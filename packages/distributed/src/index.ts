@@ -11,6 +11,7 @@ export type {
   MaxFailureThreshold,
   RankDeathRecord,
 } from './coordinator/membership.js';
+export type { CoordinatorNotice } from './coordinator/messages.js';
 export type { EpochCallbackPolicy } from './coordinator/roles.js';
 export { runCli } from './launcher/cli.js';
 export {
@@ -20,6 +21,7 @@ export {
   installDeathRecord,
   RECORD_DIR_ENV,
   readDeathRecord,
+  writeDeathRecord,
 } from './launcher/death-record.js';
 export { type LaunchResult, launch } from './launcher/launch.js';
 export {
@@ -30,10 +32,24 @@ export {
   type LaunchOptions,
 } from './launcher/options.js';
 export { RankFailedError } from './launcher/rank-failed.js';
+export * from './monitor/index.js';
 export { RankClient, type RankClientOptions, type WaitForOptions } from './rank/client.js';
 export { AveragingHost, type AveragingHostOptions } from './session/averaging-host.js';
-export { CoordinatorHost, type CoordinatorHostOptions } from './session/coordinator-host.js';
+export {
+  CoordinatorHost,
+  type CoordinatorHostOptions,
+  type RanksHostOptions,
+} from './session/coordinator-host.js';
 export type { HostRound } from './session/host-round.js';
+export {
+  coordinatorOptionsFor,
+  encodeRunSettings,
+  type ModelSignature,
+  type RunSettings,
+  RunSettingsGate,
+  runSettingsOf,
+  settingsMismatch,
+} from './session/run-settings.js';
 export {
   type AveragedEvent,
   collectiveBackendFor,

@@ -1,4 +1,4 @@
-import { FlodlError } from '@flodl/tensor-native';
+import { caught } from '@flodl/testing';
 import { describe, expect, it } from 'vitest';
 import {
   backendOf,
@@ -9,16 +9,6 @@ import {
   policyOf,
   resolveCoordinatorConfig,
 } from '../src/coordinator/index.js';
-
-function errorOf(build: () => unknown): FlodlError {
-  try {
-    build();
-  } catch (error) {
-    if (FlodlError.isInstance(error)) return error;
-    throw error;
-  }
-  throw new Error('expected a FlodlError');
-}
 
 describe('ElCheConfig', () => {
   it("has floDl's defaults", () => {
@@ -90,14 +80,14 @@ describe('ElCheConfig', () => {
       [{ anchr: 3 } as never, 'options.anchr'],
     ];
     for (const [options, name] of cases) {
-      const error = errorOf(() => ElCheConfig.resolve(options));
+      const error = caught(() => ElCheConfig.resolve(options));
       expect(error.code).toBe('ERR_INVALID_ARGUMENT');
       expect(error.message).toContain(name);
     }
   });
 
   it('pins the error text for a misspelled option', () => {
-    expect(errorOf(() => ElCheConfig.resolve({ anchr: 3 } as never)).message).toMatchInlineSnapshot(`
+    expect(caught(() => ElCheConfig.resolve({ anchr: 3 } as never)).message).toMatchInlineSnapshot(`
       "ElCheConfig: invalid options.anchr
         expected: one of the known options (mode, anchor, minAnchor, maxAnchor, overheadTarget, maxBatchDiff, maxOvershoot, gamma, relaxUp, partitionRatios, metaController, convergenceGuard, divergenceThreshold, noDivergenceGuard, easgdAlpha, bf16Wire, speedHint)
         got: "anchr""
@@ -138,7 +128,7 @@ describe('coordinator config', () => {
       [{ ...base, checkpointEvry: 2 }, 'options.checkpointEvry'],
     ];
     for (const [options, name] of cases) {
-      const error = errorOf(() => resolveCoordinatorConfig(options as never));
+      const error = caught(() => resolveCoordinatorConfig(options as never));
       expect(error.code).toBe('ERR_INVALID_ARGUMENT');
       expect(error.message).toContain(name);
     }

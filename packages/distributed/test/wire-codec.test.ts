@@ -1,4 +1,4 @@
-import { FlodlError } from '@flodl/tensor-native';
+import { caught, type FlodlErrorLike } from '@flodl/testing';
 import { encode } from '@msgpack/msgpack';
 import { describe, expect, it } from 'vitest';
 import {
@@ -22,14 +22,8 @@ function decodeError(kind: number, payload: Uint8Array): WireError {
   throw new Error('expected decodeMessage to throw');
 }
 
-function encodeError(message: unknown): FlodlError {
-  try {
-    encodeMessage(message as WireMessage);
-  } catch (error) {
-    if (FlodlError.isInstance(error)) return error;
-    throw error;
-  }
-  throw new Error('expected encodeMessage to throw');
+function encodeError(message: unknown): FlodlErrorLike {
+  return caught(() => encodeMessage(message as WireMessage));
 }
 
 /** A payload of `kind` built from raw MessagePack values (bypassing validation). */

@@ -5,12 +5,15 @@ the same order, so the values must match.
 Regenerate with Debian's PyTorch (python3-torch):
     pnpm --filter @flodl/nn run goldens      # runs every scripts/make-*.py
 """
-import json
 import math
 import os
+import sys
 
 import torch
 from torch.nn import init
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testing", "python"))
+from flodl_goldens import write_json  # noqa: E402
 
 CASES = [
     ("uniform_", [3, 4], lambda t: init.uniform_(t, -0.5, 2.0)),
@@ -34,6 +37,5 @@ for seed, (name, shape, fill) in enumerate(CASES):
     cases.append({"name": name, "seed": seed, "shape": shape, "values": tensor.reshape(-1).tolist()})
 
 path = os.path.join(os.path.dirname(__file__), "..", "test", "fixtures", "init.json")
-with open(path, "w") as handle:
-    json.dump({"torch": torch.__version__, "cases": cases}, handle)
+write_json(path, {"torch": torch.__version__, "cases": cases})
 print(f"wrote {path}: {len(cases)} cases")

@@ -35,16 +35,18 @@ Regenerate with Debian's PyTorch (python3-torch):
     pnpm --filter @flodl/nn run goldens      # runs every scripts/make-*.py
 or  /usr/bin/python3 scripts/make-goldens-layers.py
 """
-import json
-import math
 import os
+import sys
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testing", "python"))
+from flodl_goldens import dtype_name, encode_data, fixtures_dir, write_json  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-FIXTURES = os.path.join(HERE, "..", "test", "fixtures")
+FIXTURES = fixtures_dir(__file__)
 F64 = torch.float64
 
 
@@ -54,7 +56,7 @@ F64 = torch.float64
 
 def encode(tensor, exact32=False):
     tensor = tensor.detach().cpu()
-    dtype = str(tensor.dtype).replace("torch.", "")
+    dtype = dtype_name(tensor.dtype)
     flat = tensor.flatten().tolist()
     if tensor.dtype == torch.bool:
         data = [int(value) for value in flat]
@@ -730,8 +732,7 @@ def add_loss_cases():
 
 def write(name, payload):
     path = os.path.join(FIXTURES, name)
-    with open(path, "w") as file:
-        json.dump(payload, file, separators=(",", ":"))
+    write_json(path, encode_data(payload), compact=True)
     print(f"wrote {os.path.normpath(path)} ({os.path.getsize(path) / 1024:.0f} KiB, {len(payload['cases'])} cases)")
 
 

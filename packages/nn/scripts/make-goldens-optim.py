@@ -18,11 +18,14 @@ Regenerate with Debian's PyTorch (python3-torch):
     pnpm --filter @flodl/nn run goldens      # runs every scripts/make-*.py
 or  /usr/bin/python3 scripts/make-goldens-optim.py
 """
-import json
 import math
 import os
+import sys
 
 import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testing", "python"))
+from flodl_goldens import encode_data, write_json  # noqa: E402
 
 # The default dtype stays float32: NAdam keeps its mu_product in a default-dtype scalar tensor,
 # and the goldens must show what PyTorch does as users run it. Problem tensors are float64.
@@ -220,8 +223,7 @@ def main():
         "clip": clip_cases(),
     }
     path = os.path.join(os.path.dirname(__file__), "..", "test", "fixtures", "optim.json")
-    with open(path, "w") as handle:
-        json.dump(fixture, handle)
+    write_json(path, encode_data(fixture))
     print(f"wrote {path}: {len(fixture['cases'])} optimizer cases, {len(fixture['clip']['cases'])} clip cases")
 
 

@@ -13,12 +13,16 @@ To rewrite from-flodl.safetensors first: FLODL_WRITE_FIXTURES=1 npx vitest run t
 """
 import json
 import os
+import sys
 import struct
 
 import torch
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testing", "python"))
+from flodl_goldens import fixtures_dir, write_json  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-FIXTURES = os.path.join(HERE, "..", "test", "fixtures")
+FIXTURES = fixtures_dir(__file__)
 DTYPES = {
     torch.float16: "F16", torch.bfloat16: "BF16", torch.float32: "F32", torch.float64: "F64",
     torch.int32: "I32", torch.int64: "I64", torch.uint8: "U8", torch.bool: "BOOL",
@@ -88,8 +92,8 @@ def values(tensor):
 
 expected = recipe()
 write(os.path.join(FIXTURES, "from-pytorch.safetensors"), expected, {"producer": "pytorch", "torch": torch.__version__})
-with open(os.path.join(FIXTURES, "from-pytorch.json"), "w") as handle:
-    json.dump({name: {"dtype": DTYPES[t.dtype], "shape": list(t.shape), "values": values(t)} for name, t in expected.items()}, handle)
+write_json(os.path.join(FIXTURES, "from-pytorch.json"),
+           {name: {"dtype": DTYPES[t.dtype], "shape": list(t.shape), "values": values(t)} for name, t in expected.items()})
 
 flodl_path = os.path.join(FIXTURES, "from-flodl.safetensors")
 if os.path.exists(flodl_path):

@@ -16,13 +16,15 @@ Regenerate with Debian's PyTorch (python3-torch):
     pnpm --filter @flodl/nn run goldens      # runs every scripts/make-*.py
 or  /usr/bin/python3 scripts/make-goldens-schedulers.py
 """
-import json
-import math
 import os
+import sys
 import warnings
 
 import torch
 from torch.optim import lr_scheduler
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testing", "python"))
+from flodl_goldens import write_json  # noqa: E402
 
 STEPS = 1000
 KEYWORDS = {
@@ -189,8 +191,7 @@ def main():
     results = [run(case) for case in cases()]
     fixture = {"torch": torch.__version__, "steps": STEPS, "metrics": METRICS, "cases": results}
     path = os.path.join(os.path.dirname(__file__), "..", "test", "fixtures", "schedulers.json")
-    with open(path, "w") as handle:
-        json.dump(fixture, handle)
+    write_json(path, fixture)
     print(f"wrote {path}: {len(results)} cases of {STEPS} steps")
 
 

@@ -4,18 +4,21 @@ for 100 steps with AdamW in float64 (one intra-op thread), starting from recorde
 Regenerate with Debian's PyTorch (python3-torch):
     pnpm --filter @flodl/nn run goldens      # runs every scripts/make-*.py
 """
-import json
 import os
+import sys
 
 import torch
 from torch import nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testing", "python"))
+from flodl_goldens import dtype_name, encode_data, write_json  # noqa: E402
 
 torch.set_num_threads(1)
 torch.set_default_dtype(torch.float64)
 
 
 def encode(tensor):
-    return {"shape": list(tensor.shape), "dtype": str(tensor.dtype).replace("torch.", ""), "data": tensor.detach().reshape(-1).tolist()}
+    return {"shape": list(tensor.shape), "dtype": dtype_name(tensor.dtype), "data": tensor.detach().reshape(-1).tolist()}
 
 
 def train(model, inputs, labels, forward, steps=100):
@@ -51,6 +54,5 @@ torch.manual_seed(4)
 lstm_case = train(SequenceClassifier(), torch.randn(6, 5, 4), torch.randint(0, 3, (6,)), lambda model, x: model(x))
 
 path = os.path.join(os.path.dirname(__file__), "..", "test", "fixtures", "training.json")
-with open(path, "w") as handle:
-    json.dump({"torch": torch.__version__, "cnn": cnn_case, "lstm": lstm_case}, handle)
+write_json(path, encode_data({"torch": torch.__version__, "cnn": cnn_case, "lstm": lstm_case}))
 print(f"wrote {path}: cnn {cnn_case['losses'][0]:.4f} -> {cnn_case['losses'][-1]:.4f}, lstm {lstm_case['losses'][0]:.4f} -> {lstm_case['losses'][-1]:.4f}")

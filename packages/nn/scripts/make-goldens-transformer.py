@@ -10,19 +10,22 @@ causal float mask, a (N·H, S, S) bool mask, bool key padding masks and a float 
 Module activation, stacks of 2 layers with and without a final norm, and a small Transformer.
 
 The causal mask holds -inf, which JSON cannot write: non-finite values in a tensor's `data`
-are written as the strings "Infinity", "-Infinity" and "NaN" (test/golden.ts reads them back).
+are written as the strings "inf", "-inf" and "nan" (flodl_goldens.encode_data; @flodl/testing's
+readFixture reads them back).
 
 Regenerate with Debian's PyTorch (python3-torch):
     pnpm --filter @flodl/nn run goldens      # runs every scripts/make-*.py
 or  /usr/bin/python3 scripts/make-goldens-transformer.py
 """
 import importlib.util
-import json
-import math
 import os
+import sys
 
 import torch
 import torch.nn as nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testing", "python"))
+from flodl_goldens import encode_data, write_json  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 _spec = importlib.util.spec_from_file_location("goldens_layers", os.path.join(HERE, "make-goldens-layers.py"))
@@ -147,24 +150,6 @@ def add_cases():
                lambda d: [d.randn(2, 5, E), d.randn(2, 3, E), None, causal(3)], seed=14, train=False)
 
 
-def spell(number):
-    if math.isnan(number):
-        return "NaN"
-    if math.isinf(number):
-        return "Infinity" if number > 0 else "-Infinity"
-    return number
-
-
-def spell_non_finite(value):
-    """JSON has no infinities: non-finite numbers in a tensor's data become strings."""
-    if isinstance(value, dict):
-        return {key: [spell(number) for number in item] if key == "data" else spell_non_finite(item)
-                for key, item in value.items()}
-    if isinstance(value, list):
-        return [spell_non_finite(item) for item in value]
-    return value
-
-
 def main():
     torch.set_default_dtype(torch.float32)
     add_cases()
@@ -174,9 +159,8 @@ def main():
             # MultiheadAttention's out_proj is a NonDynamicallyQuantizableLinear, a Linear that
             # only quantization tells apart; flodl's is a Linear and prints so.
             case["repr"] = case["repr"].replace("NonDynamicallyQuantizableLinear", "Linear")
-    payload = spell_non_finite({"torch": torch.__version__, "cases": layers.LAYER_CASES})
-    with open(path, "w") as file:
-        json.dump(payload, file, separators=(",", ":"), allow_nan=False)
+    payload = encode_data({"torch": torch.__version__, "cases": layers.LAYER_CASES})
+    write_json(path, payload, compact=True)
     print(f"wrote {os.path.normpath(path)} ({os.path.getsize(path) / 1024:.0f} KiB, {len(payload['cases'])} cases)")
 
 

@@ -1,8 +1,7 @@
-import { readFileSync } from 'node:fs';
 import { FlodlError, keep, liveTensorCount, Tensor, tidy, zeros } from '@flodl/tensor-native';
 import { describe, expect, it } from 'vitest';
 import { clipGradNorm, clipGradValue } from '../src/clip.js';
-import { onDevice } from './golden.js';
+import { onDevice, readFixture } from './golden.js';
 
 interface Encoded {
   shape: number[];
@@ -13,7 +12,7 @@ type ClipCase =
   | { kind: 'value'; clipValue: number; clipped: Encoded[] };
 
 const fixture = (
-  JSON.parse(readFileSync(new URL('./fixtures/optim.json', import.meta.url), 'utf8')) as {
+  readFixture('optim.json') as {
     clip: { grads: Encoded[]; cases: ClipCase[] };
   }
 ).clip;

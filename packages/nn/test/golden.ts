@@ -1,13 +1,21 @@
 // Reading the PyTorch goldens of scripts/make-goldens-layers.py and comparing tensors to them.
-import { readFileSync } from 'node:fs';
 import { type DType, getDefaultDevice, setDefaultDevice, Tensor } from '@flodl/tensor-native';
+import {
+  forDevice,
+  expectClose as kitExpectClose,
+  readFixture as kitReadFixture,
+  type Tolerance,
+} from '@flodl/testing';
+
 import { expect } from 'vitest';
+
+export { forDevice, onDevice, type Tolerance } from '@flodl/testing';
 
 /** A tensor as the golden script writes it. */
 export interface Encoded {
   shape: number[];
   dtype: DType;
-  /** Row-major values (JSON has no infinities: the scripts write them as "Infinity", "-Infinity", "NaN"; readFixture turns them back). */
+  /** Row-major values (JSON has no infinities: the scripts write them as 'inf', '-inf', 'nan'; readFixture turns them back). */
   data: number[];
 }
 
@@ -22,18 +30,11 @@ export type EncodedValue =
   | boolean
   | null;
 
-/** Tolerances of a comparison: |actual − expected| ≤ atol + rtol·|expected|. */
-export interface Tolerance {
-  atol: number;
-  rtol: number;
-}
-
 /** float64 forward and backward against PyTorch's float64. */
 export const FLOAT64: Tolerance = { atol: 1e-10, rtol: 1e-9 };
 
 /** The device the cases run on: 'cpu', or CUDA in the device tier (`pnpm test:gpu`, test/device-setup.ts). */
 export const testDevice = getDefaultDevice();
-export const onDevice = testDevice !== 'cpu';
 
 /**
  * Runs `make` with the CPU as the default device: seeded draws (default initialisation) then
@@ -49,29 +50,9 @@ export function onHost<T>(make: () => T): T {
   }
 }
 
-/**
- * A tolerance for the device tier: some CUDA kernels keep float32 constants even in float64
- * (hardswish's 1/6, for one), so float64 results agree with the CPU's to about 1e-7 there.
- */
-export function forDevice(tolerance: Tolerance): Tolerance {
-  if (!onDevice || (tolerance.atol === 0 && tolerance.rtol === 0)) return tolerance;
-  return { atol: Math.max(tolerance.atol, 1e-6), rtol: Math.max(tolerance.rtol, 1e-5) };
-}
-
-const NON_FINITE: Record<string, number> = {
-  Infinity: Number.POSITIVE_INFINITY,
-  '-Infinity': Number.NEGATIVE_INFINITY,
-  NaN: Number.NaN,
-};
-
+/** Reads test/fixtures/`name` (the encoded non-finite numbers of tensors' data decoded). */
 export function readFixture<T>(name: string): T {
-  const text = readFileSync(new URL(`./fixtures/${name}`, import.meta.url), 'utf8');
-  // Only a tensor's `data` may hold the spelled-out non-finite numbers.
-  return JSON.parse(text, (key, value) =>
-    key === 'data' && Array.isArray(value)
-      ? value.map((item) => (typeof item === 'string' ? (NON_FINITE[item] ?? item) : item))
-      : value,
-  ) as T;
+  return kitReadFixture<T>(new URL(`./fixtures/${name}`, import.meta.url));
 }
 
 /** The tensor an encoding describes (float32 values come back exactly: they were written with 9 digits). */
@@ -147,42 +128,15 @@ export function decodeRecord(entries: [string, Encoded][]): Record<string, Tenso
   return Object.fromEntries(entries.map(([key, encoded]) => [key, decodeTensor(encoded)]));
 }
 
-/** Checks shape and dtype, then every value within the tolerance (NaN only where PyTorch has NaN). */
+/** Checks shape and dtype, then every value within the tolerance (widened on the device tier). */
 export function expectClose(
   actual: Tensor | undefined,
   expected: Encoded,
   tolerance: Tolerance,
   label: string,
 ): void {
-  tolerance = forDevice(tolerance);
   expect(actual, `${label}: missing`).toBeInstanceOf(Tensor);
-  const tensor = actual as Tensor;
-  expect([...tensor.shape], `${label}: shape`).toEqual(expected.shape);
-  expect(tensor.dtype, `${label}: dtype`).toBe(expected.dtype);
-  const values = Array.from(tensor.toTypedArray(), Number);
-  // float32 values were written with 9 significant digits: round back to the float32 itself.
-  const targets = expected.dtype === 'float32' ? expected.data.map(Math.fround) : expected.data;
-  let worst = { index: -1, excess: 0 };
-  values.forEach((value, index) => {
-    const target = targets[index]!;
-    const error = Math.abs(value - target);
-    const bound = tolerance.atol + tolerance.rtol * Math.abs(target);
-    const excess = Number.isNaN(target)
-      ? Number.isNaN(value)
-        ? 0
-        : 1
-      : Number.isNaN(error)
-        ? 1
-        : error - bound;
-    if (excess > worst.excess) worst = { index, excess };
-  });
-  if (worst.index >= 0) {
-    const { index } = worst;
-    expect.fail(
-      `${label}: element ${index} is ${values[index]}, PyTorch has ${targets[index]} ` +
-        `(atol ${tolerance.atol}, rtol ${tolerance.rtol})`,
-    );
-  }
+  kitExpectClose(actual, expected, forDevice(tolerance), label);
 }
 
 /** Bit-for-bit equality (init values, integer results). */

@@ -1,7 +1,7 @@
-import { readFileSync } from 'node:fs';
 import { empty, manualSeed, type Tensor, tidy } from '@flodl/tensor-native';
 import { describe, expect, it } from 'vitest';
 import { init } from '../src/index.js';
+import { readFixture } from './golden.js';
 
 interface InitCase {
   name: string;
@@ -9,7 +9,7 @@ interface InitCase {
   shape: number[];
   values: number[];
 }
-const fixture = JSON.parse(readFileSync(new URL('./fixtures/init.json', import.meta.url), 'utf8')) as {
+const fixture = readFixture('init.json') as {
   cases: InitCase[];
 };
 

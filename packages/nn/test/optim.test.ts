@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
-import { FlodlError, keep, liveTensorCount, Tensor, tidy, zeros } from '@flodl/tensor-native';
+import { keep, liveTensorCount, Tensor, tidy, zeros } from '@flodl/tensor-native';
+import { expectFlodlError } from '@flodl/testing';
 import { describe, expect, it } from 'vitest';
 import { clipGradNorm } from '../src/clip.js';
 import {
@@ -13,6 +13,7 @@ import {
   RMSprop,
   SGD,
 } from '../src/optim/index.js';
+import { readFixture } from './golden.js';
 
 interface Encoded {
   shape: number[];
@@ -41,9 +42,7 @@ interface OptimFixture {
   cases: OptimCase[];
 }
 
-const fixture = JSON.parse(
-  readFileSync(new URL('./fixtures/optim.json', import.meta.url), 'utf8'),
-) as OptimFixture;
+const fixture = readFixture('optim.json') as OptimFixture;
 
 // Each optimizer takes its own options type.
 type AnyOptimizer = Optimizer<any, any>;
@@ -173,17 +172,6 @@ function disposeStateDict(stateDict: OptimizerStateDict): void {
   for (const entry of Object.values(stateDict.state)) {
     for (const value of Object.values(entry)) if (value instanceof Tensor) value.dispose();
   }
-}
-
-function expectFlodlError(run: () => unknown, code: string): FlodlError {
-  try {
-    run();
-  } catch (error) {
-    expect(FlodlError.isInstance(error), String(error)).toBe(true);
-    expect((error as FlodlError).code, (error as Error).message).toBe(code);
-    return error as FlodlError;
-  }
-  throw new Error(`expected a FlodlError ${code}, but nothing was thrown`);
 }
 
 describe('state dicts', () => {

@@ -9,16 +9,8 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  arange,
-  FlodlError,
-  liveTensorCount,
-  randn,
-  Tensor,
-  tidy,
-  toBytes,
-  zeros,
-} from '@flodl/tensor-native';
+import { arange, liveTensorCount, randn, Tensor, tidy, toBytes, zeros } from '@flodl/tensor-native';
+import { caught } from '@flodl/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { load, Module, Parameter, readSafetensors, save, writeSafetensors } from '../src/index.js';
 import { onHost } from './golden.js';
@@ -41,16 +33,6 @@ function recipe(): Record<string, Tensor> {
     scalar: Tensor.from(3.5),
     empty: zeros([0, 2]),
   };
-}
-
-function caught(fn: () => unknown): FlodlError {
-  try {
-    fn();
-  } catch (error) {
-    if (FlodlError.isInstance(error)) return error;
-    throw error;
-  }
-  throw new Error('expected a throw');
 }
 
 describe('safetensors', () => {

@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
-import { FlodlError, fromData, keep, type Tensor, zeros } from '@flodl/tensor-native';
+import { fromData, keep, type Tensor, zeros } from '@flodl/tensor-native';
+import { expectFlodlError } from '@flodl/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Adam, type Optimizer, SGD } from '../src/optim/index.js';
 import {
@@ -22,6 +22,7 @@ import {
   StepLR,
   stepLr,
 } from '../src/schedulers/index.js';
+import { readFixture } from './golden.js';
 
 type Options = Record<string, unknown>;
 interface SchedulerCase {
@@ -41,9 +42,7 @@ interface SchedulerFixture {
   cases: SchedulerCase[];
 }
 
-const fixture = JSON.parse(
-  readFileSync(new URL('./fixtures/schedulers.json', import.meta.url), 'utf8'),
-) as SchedulerFixture;
+const fixture = readFixture('schedulers.json') as SchedulerFixture;
 
 const parameters: Tensor[] = [];
 afterAll(() => {
@@ -216,17 +215,6 @@ describe('schedulers against PyTorch 1.13 (1000 steps)', () => {
     }
   });
 });
-
-function expectFlodlError(run: () => unknown, code: string): FlodlError {
-  try {
-    run();
-  } catch (error) {
-    expect(FlodlError.isInstance(error), String(error)).toBe(true);
-    expect((error as FlodlError).code, (error as Error).message).toBe(code);
-    return error as FlodlError;
-  }
-  throw new Error(`expected a FlodlError ${code}, but nothing was thrown`);
-}
 
 /** Steps a scheduler `count` times and returns the first group's rates. */
 function trace(scheduler: LRScheduler, count: number): number[] {

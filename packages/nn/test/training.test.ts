@@ -1,8 +1,8 @@
-import { readFileSync } from 'node:fs';
 import { crossEntropy } from '@flodl/autograd';
 import { type DType, keep, liveTensorCount, setNumThreads, Tensor, tidy } from '@flodl/tensor-native';
 import { describe, expect, it } from 'vitest';
 import { AdamW, Conv2d, Flatten, Linear, LSTM, MaxPool2d, Module, ReLU, Sequential } from '../src/index.js';
+import { readFixture } from './golden.js';
 
 interface Encoded {
   shape: number[];
@@ -15,9 +15,7 @@ interface TrainingCase {
   labels: Encoded;
   losses: number[];
 }
-const fixture = JSON.parse(
-  readFileSync(new URL('./fixtures/training.json', import.meta.url), 'utf8'),
-) as Record<'cnn' | 'lstm', TrainingCase>;
+const fixture = readFixture('training.json') as Record<'cnn' | 'lstm', TrainingCase>;
 
 const decode = (encoded: Encoded) =>
   Tensor.from(encoded.data, encoded.shape, { dtype: encoded.dtype as DType });

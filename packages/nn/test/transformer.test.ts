@@ -1,15 +1,9 @@
 // The transformer layers against PyTorch (fixtures/transformer.json, from
 // scripts/make-goldens-transformer.py), then their errors, causal options, activations and copies.
+
 import { gelu, noGrad } from '@flodl/autograd';
-import {
-  FlodlError,
-  liveTensorCount,
-  manualSeed,
-  randn,
-  type Tensor,
-  tidy,
-  zeros,
-} from '@flodl/tensor-native';
+import { liveTensorCount, manualSeed, randn, type Tensor, tidy, zeros } from '@flodl/tensor-native';
+import { expectFlodlError } from '@flodl/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   BatchNorm1d,
@@ -37,17 +31,6 @@ beforeAll(() => {
 afterAll(() => {
   expect(liveTensorCount()).toBe(liveAtStart);
 });
-
-function expectFlodlError(run: () => unknown, code: string): FlodlError {
-  try {
-    run();
-  } catch (error) {
-    expect(FlodlError.isInstance(error), String(error)).toBe(true);
-    expect((error as FlodlError).code, (error as Error).message).toBe(code);
-    return error as FlodlError;
-  }
-  throw new Error(`expected a FlodlError ${code}, but nothing was thrown`);
-}
 
 /** The largest |a − b|. */
 function maxDifference(a: Tensor, b: Tensor): number {

@@ -40,10 +40,14 @@ The fixture format (JSON, one case per line):
 import json
 import math
 import os
+import sys
 import warnings
 
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'testing', 'python'))
+from flodl_goldens import encode_number  # noqa: E402
 
 SEED = 0
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -83,10 +87,8 @@ def encode_value(value):
     if isinstance(value, bool):
         return value
     if isinstance(value, float):
-        if math.isnan(value):
-            return 'nan'
-        if math.isinf(value):
-            return 'inf' if value > 0 else '-inf'
+        if not math.isfinite(value):
+            return encode_number(value)
         if value.is_integer() and abs(value) < 2 ** 53:
             return int(value) if value != 0 or math.copysign(1, value) > 0 else value
     return value

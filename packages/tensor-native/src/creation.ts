@@ -7,34 +7,15 @@ import { dtypeCode } from './internal/codes.js';
 import { call } from './internal/methods.js';
 import {
   checkInt,
-  checkNonNegativeInt,
+  checkNonNegativeInteger,
   checkNumber,
   checkOptions,
   checkScalar,
   checkShape,
 } from './internal/validate.js';
-import { setFromImplementation, Tensor } from './tensor.js';
+import { Tensor, type TensorData, type TensorOptions } from './tensor.js';
 
-/** Where and as what a factory creates its tensor. */
-export interface TensorOptions {
-  /** Default: float32 for floating factories; inferred from the data for `Tensor.from`. */
-  dtype?: DType;
-  /** Default: {@link getDefaultDevice} (`'cpu'` unless changed). */
-  device?: Device;
-}
-
-/** Data accepted by `Tensor.from`. */
-export type TensorData =
-  | number
-  | boolean
-  | readonly TensorData[]
-  | Float32Array
-  | Float64Array
-  | Int32Array
-  | BigInt64Array
-  | Uint8Array
-  | Int8Array
-  | Int16Array;
+export type { TensorData, TensorOptions } from './tensor.js';
 
 const OPTION_KEYS = ['dtype', 'device'] as const;
 
@@ -239,14 +220,14 @@ export function arange(a: number, b?: number | TensorOptions, c?: number, d?: Te
 export function linspace(start: number, end: number, steps: number, options?: TensorOptions): Tensor {
   checkNumber('linspace', 'start', start);
   checkNumber('linspace', 'end', end);
-  checkNonNegativeInt('linspace', 'steps', steps);
+  checkNonNegativeInteger('linspace', 'steps', steps);
   const [dtype, device] = resolve('linspace', options, 'float32');
   return call('linspace', {}, () => native.linspace(start, end, steps, dtype, device));
 }
 /** The `n × m` identity matrix (`m` defaults to `n`). PyTorch: `torch.eye`. */
 export function eye(n: number, m?: number, options?: TensorOptions): Tensor {
-  checkNonNegativeInt('eye', 'n', n);
-  if (m !== undefined) checkNonNegativeInt('eye', 'm', m);
+  checkNonNegativeInteger('eye', 'n', n);
+  if (m !== undefined) checkNonNegativeInteger('eye', 'm', m);
   const [dtype, device] = resolve('eye', options, 'float32');
   return call('eye', {}, () => native.eye(n, m, dtype, device));
 }
@@ -303,7 +284,20 @@ export function randintLike(input: Tensor, low: number, high: number, options?: 
   return call('randintLike', { input }, () => native.randintLike(input._h, low, high, dtype, device));
 }
 
-setFromImplementation(fromData);
+declare module './tensor.js' {
+  namespace Tensor {
+    /**
+     * Creates a tensor from JS data (copied): nested arrays, flat arrays with `shape`, or
+     * TypedArrays. The dtype is inferred like `torch.tensor` unless given.
+     * PyTorch: `torch.tensor(data, dtype=..., device=...)`.
+     * @example Tensor.from([[1, 2], [3, 4]], undefined, { dtype: 'float32' })
+     * @throws FlodlError ERR_SHAPE when the data does not fill the shape exactly
+     */
+    function from(data: TensorData, shape?: readonly number[], options?: TensorOptions): Tensor;
+  }
+}
+
+Tensor.from = fromData;
 
 /**
  * A tensor from raw little-endian element bytes (any dtype, float16/bfloat16 included),

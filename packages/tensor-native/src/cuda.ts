@@ -2,7 +2,7 @@
 // isAvailable() is false, deviceCount() is 0, memory figures are 0, and the rest do nothing.
 import { FlodlError } from './errors.js';
 import { native } from './internal/binding.js';
-import { checkNonNegativeInt } from './internal/validate.js';
+import { checkNonNegativeInteger } from './internal/validate.js';
 
 /** Allocator statistics of one CUDA device, in bytes. */
 export interface CudaMemoryStats {
@@ -15,7 +15,7 @@ export interface CudaMemoryStats {
 
 function deviceIndex(op: string, device: number | undefined): number | undefined {
   if (device === undefined) return undefined;
-  checkNonNegativeInt(op, 'device', device);
+  checkNonNegativeInteger(op, 'device', device);
   const count = native.cudaDeviceCount();
   if (count > 0 && device >= count) {
     throw new FlodlError('ERR_DEVICE', `cuda:${device} does not exist`, {

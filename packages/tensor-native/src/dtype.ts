@@ -3,7 +3,7 @@ import { invalidArgument } from './errors.js';
 /** Element types. Names follow PyTorch (`torch.float32` → `'float32'`). */
 export type DType = 'float16' | 'bfloat16' | 'float32' | 'float64' | 'int32' | 'int64' | 'uint8' | 'bool';
 
-/** Every supported dtype. */
+/** Every supported dtype, in the order of the native dtype codes (kDtypes in native/convert.cc). */
 export const DTYPES: readonly DType[] = [
   'float16',
   'bfloat16',

@@ -1,10 +1,13 @@
 // @flodl/tensor-native: libtorch tensors for Node.js.
 import './ops-math.js';
 import './ops-reduce.js';
-import './ops-shape.js';
+import './ops-views.js';
+import './ops-indexing.js';
+import './ops-sorting.js';
 import './ops-linalg.js';
 import './ops-inplace.js';
 import './ops-autograd.js';
+import './ops-print.js';
 import './cuda-streams.js';
 
 export { aten } from './aten.js';
@@ -64,7 +67,19 @@ export {
 } from './errors.js';
 export { add, cat, div, einsum, matmul, maximum, minimum, mul, pow, stack, sub, where } from './functions.js';
 export { broadcastShapes } from './internal/diagnose.js';
-export { checkBoolean, checkOneOf, checkOptions } from './internal/validate.js';
+export {
+  checkBoolean,
+  checkFiniteNumber,
+  checkInteger,
+  checkNonNegativeInteger,
+  checkNumberInRange,
+  checkOneOf,
+  checkOptionalFunction,
+  checkOptions,
+  checkOptionsObject,
+  checkPositiveInteger,
+  type RangeOptions,
+} from './internal/validate.js';
 export { autogradGrad, type BackwardOptions, isGradEnabled, setGradEnabled } from './ops-autograd.js';
 export { linalg } from './ops-linalg.js';
 export type { ReduceOptions, ValuesIndices } from './ops-reduce.js';

@@ -1,24 +1,36 @@
 // The Tensor handle: owns one native libtorch tensor. Its op methods are attached by the
-// files named ops-*.ts (declaration merging keeps each family in its own small file).
+// files named ops-*.ts, `Tensor.from` by creation.ts and `toString` by ops-print.ts
+// (declaration merging keeps each family in its own small file, and this one imports none).
 
 import { shareClassIdentity } from './class-identity.js';
-import type { TensorData, TensorOptions } from './creation.js';
 import { type Device, deviceCode, deviceName } from './device.js';
 import { type DType, parseDType } from './dtype.js';
 import { FlodlError, invalidArgument } from './errors.js';
-import { formatTensor } from './format.js';
 import { native } from './internal/binding.js';
 import { dtypeCode, dtypeFromCode } from './internal/codes.js';
 import { checkOptions } from './internal/validate.js';
 import { release, track } from './scope.js';
 
-type FromImplementation = (data: TensorData, shape?: readonly number[], options?: TensorOptions) => Tensor;
-let fromImplementation: FromImplementation | null = null;
-
-/** @internal creation.ts provides Tensor.from (kept there with the other factories). */
-export function setFromImplementation(implementation: FromImplementation): void {
-  fromImplementation = implementation;
+/** Where and as what a factory creates its tensor. */
+export interface TensorOptions {
+  /** Default: float32 for floating factories; inferred from the data for `Tensor.from`. */
+  dtype?: DType;
+  /** Default: {@link getDefaultDevice} (`'cpu'` unless changed). */
+  device?: Device;
 }
+
+/** Data accepted by `Tensor.from`. */
+export type TensorData =
+  | number
+  | boolean
+  | readonly TensorData[]
+  | Float32Array
+  | Float64Array
+  | Int32Array
+  | BigInt64Array
+  | Uint8Array
+  | Int8Array
+  | Int16Array;
 
 /** Nested arrays of numbers or booleans, as `toArray()` returns them. */
 export type NestedArray = number | boolean | NestedArray[];
@@ -47,17 +59,6 @@ export class Tensor {
   constructor(handle: number) {
     this._h = handle;
     track(this);
-  }
-
-  /**
-   * Creates a tensor from JS data (copied): nested arrays, flat arrays with `shape`, or
-   * TypedArrays. The dtype is inferred like `torch.tensor` unless given.
-   * PyTorch: `torch.tensor(data, dtype=..., device=...)`.
-   * @example Tensor.from([[1, 2], [3, 4]], undefined, { dtype: 'float32' })
-   * @throws FlodlError ERR_SHAPE when the data does not fill the shape exactly
-   */
-  static from(data: TensorData, shape?: readonly number[], options?: TensorOptions): Tensor {
-    return fromImplementation!(data, shape, options);
   }
 
   /** The size of each dimension. PyTorch: `t.shape`. */
@@ -144,12 +145,6 @@ export class Tensor {
   describe(): string {
     if (this._h < 0) return 'Tensor(disposed)';
     return `Tensor(shape=[${this.shape.join(', ')}], dtype=${this.dtype}, device=${this.device})`;
-  }
-
-  /** Prints like PyTorch: `tensor([[1., 2.], [3., 4.]], dtype=torch.float64)`. */
-  toString(): string {
-    if (this._h < 0) return 'tensor(<disposed>)';
-    return formatTensor(this);
   }
 
   /** Frees the native tensor now. Safe to call twice. */

@@ -1,15 +1,6 @@
+import { caught } from '@flodl/testing';
 import { describe, expect, it } from 'vitest';
-import { checkBoolean, checkOneOf, checkOptions, FlodlError, ones, tidy } from '../src/index.js';
-
-function caught(fn: () => unknown): FlodlError {
-  try {
-    fn();
-  } catch (error) {
-    if (FlodlError.isInstance(error)) return error;
-    throw error;
-  }
-  throw new Error('expected a throw');
-}
+import { checkBoolean, checkOneOf, checkOptions, ones, tidy } from '../src/index.js';
 
 describe('argument checks for packages built on this one', () => {
   it('checkOptions returns the options ({} when absent) and names an unknown key', () => {

@@ -108,6 +108,11 @@ const scenarios = {
     return out;
   },
 
+  // Joins a group on the task's port (a taken one, in the test) and reports how that went.
+  join(task) {
+    return attempt(() => groupOf(task).destroy());
+  },
+
   // Every rank joins; then the victim exits (or stalls) and the survivors' next collective
   // must fail within the timeout.
   async peerFailure(task) {

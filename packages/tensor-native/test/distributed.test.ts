@@ -1,16 +1,17 @@
 // c10d collectives: really separate Node processes (test/distributed-worker.mjs, one per rank)
 // rendezvous over loopback through a TCPStore; the in-process cases use a one-rank group.
+
 import { type ChildProcess, fork } from 'node:child_process';
 import { connect, createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { caught } from '@flodl/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   buildInfo,
   createProcessGroup,
   cuda,
   distributed,
-  FlodlError,
   manualSeed,
   type ProcessGroup,
   randn,
@@ -60,8 +61,10 @@ afterEach(() => {
 });
 
 interface Launch {
-  scenario: 'collectives' | 'peerFailure';
+  scenario: 'collectives' | 'peerFailure' | 'join';
   worldSize: number;
+  /** The rendezvous port (default: a free one). */
+  port?: number;
   backend?: 'gloo' | 'nccl';
   timeoutMs?: number;
   /** Called with each IPC message that is not the final result (lets a test steer the ranks). */
@@ -92,7 +95,7 @@ async function listening(port: number, deadline = Date.now() + 15_000): Promise<
  * connect retry never eats into the small timeouts these tests use.
  */
 async function launch(options: Launch): Promise<RankOutcome[]> {
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const ranks: ChildProcess[] = [];
   const start = (rank: number) =>
     new Promise<RankOutcome>((resolve) => {
@@ -318,16 +321,6 @@ function expectPoisonedThenGone(survivor: RankOutcome): Attempt {
   return first!;
 }
 
-function caught(fn: () => unknown): FlodlError {
-  try {
-    fn();
-  } catch (error) {
-    if (FlodlError.isInstance(error)) return error;
-    throw new Error(`expected a FlodlError, got ${String(error)}`);
-  }
-  throw new Error('expected a throw');
-}
-
 describe('one-rank gloo group in this process', () => {
   const gloo = distributed.isAvailable('gloo');
   let group: ProcessGroup | undefined;
@@ -485,9 +478,12 @@ describe('one-rank gloo group in this process', () => {
     const address = taken.address();
     const port = typeof address === 'object' && address ? address.port : 0;
     try {
-      const error = caught(() => createProcessGroup({ backend: 'gloo', rank: 0, worldSize: 1, port }));
+      // In a rank process: c10d logs the failed bind on that process's stderr, checked here.
+      const [outcome] = await launch({ scenario: 'join', worldSize: 1, port });
+      const error = outcome!.result.error;
       expect(error.code).toBe('ERR_IO');
       expect(error.message).toContain('the port is in use; pick a free port');
+      expect(outcome!.stderr).toMatch(/failed to listen on any local network address/);
     } finally {
       taken.close();
     }

@@ -1,3 +1,4 @@
+import { caught } from '@flodl/testing';
 import { describe, expect, it } from 'vitest';
 import {
   arange,
@@ -14,16 +15,6 @@ import {
   zeros,
 } from '../src/index.js';
 import { native } from '../src/internal/binding.js';
-
-function caught(fn: () => unknown): FlodlError {
-  try {
-    fn();
-  } catch (error) {
-    if (FlodlError.isInstance(error)) return error;
-    throw new Error(`expected a FlodlError, got ${String(error)}`);
-  }
-  throw new Error('expected a throw');
-}
 
 describe('typed errors', () => {
   it('names broadcast failures with both shapes', () => {

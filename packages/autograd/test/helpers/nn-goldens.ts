@@ -1,13 +1,20 @@
 // Replays the cases of test/fixtures/nn.json (written by scripts/make-goldens-nn.py) against
 // our functional API: builds the leaves, calls the op, and compares outputs, gradients and
 // in-place changes with PyTorch's.
-import { readFileSync } from 'node:fs';
+
 import { autogradGrad, type DType, manualSeed, Tensor, tidy } from '@flodl/tensor-native';
+import {
+  decodeNumber,
+  type EncodedNumber,
+  expectClose,
+  forDevice,
+  readFixture,
+  type Tolerance,
+} from '@flodl/testing';
 import { expect } from 'vitest';
 import { F } from '../../src/index.js';
-import { forDevice } from './device.js';
 
-export type EncodedValue = number | boolean | 'nan' | 'inf' | '-inf';
+export type EncodedValue = EncodedNumber | boolean;
 
 export interface TensorFixture {
   data: EncodedValue[];
@@ -15,10 +22,7 @@ export interface TensorFixture {
   dtype: DType;
 }
 
-export interface Tolerance {
-  atol: number;
-  rtol: number;
-}
+export type { Tolerance } from '@flodl/testing';
 
 export interface GoldenCase extends Tolerance {
   group: string;
@@ -49,18 +53,11 @@ export interface NnGoldens {
 }
 
 export function loadGoldens(): NnGoldens {
-  return JSON.parse(readFileSync(new URL('../fixtures/nn.json', import.meta.url), 'utf8')) as NnGoldens;
-}
-
-export function decode(value: EncodedValue): number | boolean {
-  if (value === 'nan') return Number.NaN;
-  if (value === 'inf') return Number.POSITIVE_INFINITY;
-  if (value === '-inf') return Number.NEGATIVE_INFINITY;
-  return value;
+  return readFixture(new URL('../fixtures/nn.json', import.meta.url)) as NnGoldens;
 }
 
 export function makeTensor(fixture: TensorFixture): Tensor {
-  return Tensor.from(fixture.data.map(decode) as number[], fixture.shape, { dtype: fixture.dtype });
+  return Tensor.from(fixture.data.map(decodeNumber), fixture.shape, { dtype: fixture.dtype });
 }
 
 /**
@@ -86,25 +83,7 @@ export function expectTensor(
   label: string,
 ): void {
   expect(actual, `${label} is missing`).toBeInstanceOf(Tensor);
-  const tensor = actual as Tensor;
-  const { atol, rtol } = forDevice(tolerance);
-  expect(tensor.shape, `${label} shape`).toEqual(expected.shape);
-  expect(tensor.dtype, `${label} dtype`).toBe(expected.dtype);
-  const values = Array.from(tensor.toTypedArray(), Number);
-  const exact = tensor.dtype === 'int64' || tensor.dtype === 'int32';
-  const mismatches: string[] = [];
-  expected.data.forEach((encoded, k) => {
-    // float32 values are stored in their shortest form: round them back to float32.
-    const decoded = Number(decode(encoded));
-    const want = tensor.dtype === 'float32' ? Math.fround(decoded) : decoded;
-    const got = values[k]!;
-    const close =
-      Number.isFinite(want) && !exact
-        ? Math.abs(got - want) <= atol + rtol * Math.abs(want)
-        : Object.is(got, want);
-    if (!close && mismatches.length < 8) mismatches.push(`[${k}] got ${got}, expected ${want}`);
-  });
-  expect(mismatches, `${label} values (atol ${atol}, rtol ${rtol})`).toEqual([]);
+  expectClose(actual, expected, forDevice(tolerance), label);
 }
 
 /** What {@link runGolden} replays: nn.json's cases, and rnn-loss.json's (seeded, no in-place changes). */

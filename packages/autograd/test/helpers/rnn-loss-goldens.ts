@@ -1,7 +1,8 @@
 // Replays the cases of test/fixtures/rnn-loss.json (written by scripts/make-goldens-rnn-loss.py)
 // against our functional API: builds the leaves, calls the op, and compares its outputs and the
 // gradients of sum((output * R).sum()) with PyTorch's.
-import { readFileSync } from 'node:fs';
+
+import { readFixture } from '@flodl/testing';
 import { withoutCudnn } from './device.js';
 import { type ReplayedCase, runGolden as replay } from './nn-goldens.js';
 
@@ -24,5 +25,5 @@ function hasTrainingOff(args: unknown[]): boolean {
 }
 
 export function loadGoldens(): { meta: { torch: string }; cases: GoldenCase[] } {
-  return JSON.parse(readFileSync(new URL('../fixtures/rnn-loss.json', import.meta.url), 'utf8'));
+  return readFixture(new URL('../fixtures/rnn-loss.json', import.meta.url));
 }

@@ -60,7 +60,7 @@ export interface CollectiveResult {
  */
 export function collectiveAverage(group: ProcessGroup, model: Module, mass: number): CollectiveResult {
   if (!(mass >= 0 && Number.isFinite(mass)))
-    throw invalidArgument('collectiveAverage', 'mass', 'a finite number ≥ 0', mass);
+    throw invalidArgument('collectiveAverage', 'mass', 'a finite number >= 0', mass);
   const { params, buffers } = averagedState(model);
   const device = params[0]?.[1].device ?? buffers[0]?.[1].device ?? group.device;
   return noGrad(() =>

@@ -144,7 +144,7 @@ function resolve(options?: ElCheConfigOptions): ElCheConfig {
   if (minAnchor > maxAnchor || anchor > maxAnchor) {
     throw new FlodlError('ERR_INVALID_ARGUMENT', 'anchor bounds are inconsistent', {
       op: OP,
-      expected: 'minAnchor ≤ maxAnchor and anchor ≤ maxAnchor',
+      expected: 'minAnchor <= maxAnchor and anchor <= maxAnchor',
       got: `anchor ${anchor}, minAnchor ${minAnchor}, maxAnchor ${maxAnchor}`,
     });
   }
@@ -217,7 +217,7 @@ function checkRatios(value: unknown): readonly number[] {
     value.length > 0 &&
     value.every((entry) => typeof entry === 'number' && Number.isFinite(entry) && entry >= 0) &&
     value.reduce((sum: number, entry: number) => sum + entry, 0) > 0;
-  if (!ok) throw invalidArgument(OP, 'partitionRatios', 'finite ratios ≥ 0 with a positive sum', value);
+  if (!ok) throw invalidArgument(OP, 'partitionRatios', 'finite ratios >= 0 with a positive sum', value);
   return Object.freeze([...(value as number[])]);
 }
 

@@ -117,7 +117,7 @@ export function resolveCoordinatorConfig(options: CoordinatorOptions): Coordinat
   if (totalSamples < batchSize) {
     throw new FlodlError('ERR_INVALID_ARGUMENT', 'the dataset holds less than one batch', {
       op: OP,
-      expected: `totalSamples ≥ batchSize (${batchSize})`,
+      expected: `totalSamples >= batchSize (${batchSize})`,
       got: String(totalSamples),
     });
   }
@@ -224,7 +224,7 @@ function checkDeviceIndices(value: unknown, worldSize: number): readonly number[
     value.length !== worldSize ||
     !value.every((entry) => Number.isInteger(entry) && entry >= 0)
   ) {
-    throw invalidArgument(OP, 'deviceIndices', `${worldSize} integers ≥ 0`, value);
+    throw invalidArgument(OP, 'deviceIndices', `${worldSize} integers >= 0`, value);
   }
   return Object.freeze([...(value as number[])]);
 }

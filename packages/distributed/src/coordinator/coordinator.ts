@@ -348,7 +348,7 @@ export class ClusterCoordinator {
       input.samplesProcessed < 0 ||
       !(input.batchesProcessed >= 0)
     ) {
-      this.#reject('Metrics', 'samplesProcessed and batchesProcessed must be counts ≥ 0');
+      this.#reject('Metrics', 'samplesProcessed and batchesProcessed must be counts >= 0');
       return;
     }
     if (!this.dispatcher.complete(input.rank, input.epoch, input.samplesProcessed)) {

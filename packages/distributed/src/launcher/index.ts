@@ -16,6 +16,7 @@ export {
   installDeathRecord,
   RECORD_DIR_ENV,
   readDeathRecord,
+  writeDeathRecord,
 } from './death-record.js';
 export { type LaunchResult, launch } from './launch.js';
 export {

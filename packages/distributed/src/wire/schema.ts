@@ -163,7 +163,7 @@ export function record<T>(
   maxEntries: number,
   maxKeyLength = 256,
 ): FieldCodec<Record<string, T>> {
-  const expected = `a map of at most ${maxEntries} names (≤ ${maxKeyLength} characters) to ${value.expected}`;
+  const expected = `a map of at most ${maxEntries} names (<= ${maxKeyLength} characters) to ${value.expected}`;
   const map = (
     input: unknown,
     path: string,

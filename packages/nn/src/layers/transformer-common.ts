@@ -107,7 +107,7 @@ export function layerSettings(
     throw invalidArgument(op, 'activation', "'relu', 'gelu', a function of a Tensor or a Module", activation);
   }
   if (typeof layerNormEps !== 'number' || !(layerNormEps >= 0) || !Number.isFinite(layerNormEps))
-    throw invalidArgument(op, 'layerNormEps', 'a finite number ≥ 0', layerNormEps);
+    throw invalidArgument(op, 'layerNormEps', 'a finite number >= 0', layerNormEps);
   return {
     dModel: model,
     nhead: heads,

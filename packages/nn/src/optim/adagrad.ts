@@ -1,6 +1,6 @@
 import { fullLike, type Tensor } from '@flodl/tensor-native';
 import { Optimizer, type OptimizerDefinition } from './optimizer.js';
-import { checkBoolean, checkNumberAtLeast } from './options.js';
+import { checkBoolean, checkNumberInRange } from './options.js';
 import type { OptimizerParams, ParamGroup } from './param-groups.js';
 
 /** Options of {@link Adagrad}; a parameter group may override any of them. */
@@ -30,7 +30,7 @@ const definition: OptimizerDefinition<AdagradGroupOptions> = {
   defaults: { lr: 1e-2, lrDecay: 0, weightDecay: 0, initialAccumulatorValue: 0, eps: 1e-10, maximize: false },
   validate(options, where) {
     for (const key of ['lr', 'lrDecay', 'weightDecay', 'initialAccumulatorValue', 'eps'] as const) {
-      if (options[key] !== undefined) checkNumberAtLeast('Adagrad', `${where}.${key}`, options[key], 0);
+      if (options[key] !== undefined) checkNumberInRange('Adagrad', `${where}.${key}`, options[key], 0);
     }
     if (options.maximize !== undefined) checkBoolean('Adagrad', `${where}.maximize`, options.maximize);
   },

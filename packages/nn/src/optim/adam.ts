@@ -1,6 +1,6 @@
 import { aten, FlodlError, full, keep, type Tensor, tidy, zerosLike } from '@flodl/tensor-native';
 import { Optimizer, type OptimizerDefinition, type StepItem } from './optimizer.js';
-import { checkBetas, checkBoolean, checkNumberAtLeast } from './options.js';
+import { checkBetas, checkBoolean, checkNumberInRange } from './options.js';
 import type { OptimizerParams, ParamGroup } from './param-groups.js';
 import type { StateLayout } from './state-dict.js';
 
@@ -61,11 +61,11 @@ function adamDefinition(name: string, weightDecay: number): OptimizerDefinition<
       foreach: null,
     },
     validate(options, where) {
-      if (options.lr !== undefined) checkNumberAtLeast(name, `${where}.lr`, options.lr, 0);
+      if (options.lr !== undefined) checkNumberInRange(name, `${where}.lr`, options.lr, 0);
       if (options.betas !== undefined) checkBetas(name, `${where}.betas`, options.betas);
-      if (options.eps !== undefined) checkNumberAtLeast(name, `${where}.eps`, options.eps, 0);
+      if (options.eps !== undefined) checkNumberInRange(name, `${where}.eps`, options.eps, 0);
       if (options.weightDecay !== undefined) {
-        checkNumberAtLeast(name, `${where}.weightDecay`, options.weightDecay, 0);
+        checkNumberInRange(name, `${where}.weightDecay`, options.weightDecay, 0);
       }
       if (options.amsgrad !== undefined) checkBoolean(name, `${where}.amsgrad`, options.amsgrad);
       if (options.maximize !== undefined) checkBoolean(name, `${where}.maximize`, options.maximize);

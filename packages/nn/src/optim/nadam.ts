@@ -1,6 +1,6 @@
 import { type Tensor, zerosLike } from '@flodl/tensor-native';
 import { Optimizer, type OptimizerDefinition } from './optimizer.js';
-import { checkBetas, checkNumberAtLeast } from './options.js';
+import { checkBetas, checkNumberInRange } from './options.js';
 import type { OptimizerParams, ParamGroup } from './param-groups.js';
 
 /** Options of {@link NAdam}; a parameter group may override any of them. */
@@ -31,7 +31,7 @@ const definition: OptimizerDefinition<NAdamGroupOptions> = {
   defaults: { lr: 2e-3, betas: [0.9, 0.999], eps: 1e-8, weightDecay: 0, momentumDecay: 4e-3 },
   validate(options, where) {
     for (const key of ['lr', 'eps', 'weightDecay', 'momentumDecay'] as const) {
-      if (options[key] !== undefined) checkNumberAtLeast('NAdam', `${where}.${key}`, options[key], 0);
+      if (options[key] !== undefined) checkNumberInRange('NAdam', `${where}.${key}`, options[key], 0);
     }
     if (options.betas !== undefined) checkBetas('NAdam', `${where}.betas`, options.betas);
   },

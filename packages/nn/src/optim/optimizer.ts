@@ -2,7 +2,7 @@
 // Each optimizer supplies its options, its state layout and `stepParameter` (one file each).
 import { enableGrad, noGrad } from '@flodl/autograd';
 import { FlodlError, invalidArgument, keep, shareClassIdentity, Tensor, tidy } from '@flodl/tensor-native';
-import { checkNumberAtLeast, checkOptionsObject, rejectUnknownKeys } from './options.js';
+import { checkNumberInRange, checkOptionsObject, rejectUnknownKeys } from './options.js';
 import {
   type BaseGroupOptions,
   type OptimizerParams,
@@ -126,14 +126,14 @@ export abstract class Optimizer<
    * @throws FlodlError ERR_INVALID_ARGUMENT when `lr` is not a finite number >= 0
    */
   setLr(lr: number): void {
-    checkNumberAtLeast(`${this.definition.name}.setLr`, 'lr', lr, 0);
+    checkNumberInRange(`${this.definition.name}.setLr`, 'lr', lr, 0);
     for (const group of this.paramGroups) group.lr = lr;
   }
 
   /** Sets the learning rate of one group. @throws FlodlError ERR_INVALID_ARGUMENT */
   setGroupLr(groupIndex: number, lr: number): void {
     const group = this.groupAt('setGroupLr', groupIndex);
-    checkNumberAtLeast(`${this.definition.name}.setGroupLr`, 'lr', lr, 0);
+    checkNumberInRange(`${this.definition.name}.setGroupLr`, 'lr', lr, 0);
     group.lr = lr;
   }
 
@@ -199,7 +199,7 @@ export abstract class Optimizer<
     }
     // Checked for every group before any parameter moves, so a bad lr leaves no half-step.
     this.paramGroups.forEach((group, g) => {
-      checkNumberAtLeast(`${this.definition.name}.step`, `paramGroups[${g}].lr`, group.lr, 0);
+      checkNumberInRange(`${this.definition.name}.step`, `paramGroups[${g}].lr`, group.lr, 0);
     });
     noGrad(() =>
       tidy(() => {

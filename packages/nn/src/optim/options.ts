@@ -1,8 +1,13 @@
 // Validation of optimizer options: every check names the argument (`options.lr`,
 // `paramGroups[1].betas`) and shows what was expected versus what came.
-import { FlodlError, invalidArgument } from '@flodl/tensor-native';
+import { checkNumberInRange, FlodlError, invalidArgument } from '@flodl/tensor-native';
 
-export { checkBoolean } from '@flodl/tensor-native';
+export {
+  checkBoolean,
+  checkFiniteNumber,
+  checkNumberInRange,
+  checkOptionsObject,
+} from '@flodl/tensor-native';
 
 /** @internal Throws ERR_INVALID_ARGUMENT for any key of `options` outside `allowed` (catches misspellings). */
 export function rejectUnknownKeys(
@@ -23,50 +28,13 @@ export function rejectUnknownKeys(
   }
 }
 
-/** @internal Checks that `value` is a plain options object (undefined is allowed and means `{}`). */
-export function checkOptionsObject(op: string, where: string, value: unknown): Record<string, unknown> {
-  if (value === undefined) return {};
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw invalidArgument(op, where, 'an options object', value);
-  }
-  return value as Record<string, unknown>;
-}
-
-/** @internal A finite number `>= minimum` (and `< below` when given). */
-export function checkNumberAtLeast(
-  op: string,
-  name: string,
-  value: unknown,
-  minimum: number,
-  below?: number,
-): number {
-  const inRange =
-    typeof value === 'number' &&
-    Number.isFinite(value) &&
-    value >= minimum &&
-    (below === undefined || value < below);
-  if (!inRange) {
-    const range =
-      below === undefined ? `a finite number >= ${minimum}` : `a number in [${minimum}, ${below})`;
-    throw invalidArgument(op, name, range, value);
-  }
-  return value as number;
-}
-
-/** @internal A finite number. */
-export function checkFiniteNumber(op: string, name: string, value: unknown): number {
-  if (typeof value !== 'number' || !Number.isFinite(value))
-    throw invalidArgument(op, name, 'a finite number', value);
-  return value;
-}
-
 /** @internal Adam-style `betas`: two numbers, each in [0, 1). */
 export function checkBetas(op: string, name: string, value: unknown): [number, number] {
   if (!Array.isArray(value) || value.length !== 2) {
     throw invalidArgument(op, name, 'two numbers [beta1, beta2], each in [0, 1)', value);
   }
-  checkNumberAtLeast(op, `${name}[0]`, value[0], 0, 1);
-  checkNumberAtLeast(op, `${name}[1]`, value[1], 0, 1);
+  checkNumberInRange(op, `${name}[0]`, value[0], 0, 1, { maximumExclusive: true });
+  checkNumberInRange(op, `${name}[1]`, value[1], 0, 1, { maximumExclusive: true });
   return [value[0], value[1]];
 }
 

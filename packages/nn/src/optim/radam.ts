@@ -1,6 +1,6 @@
 import { type Tensor, zerosLike } from '@flodl/tensor-native';
 import { Optimizer, type OptimizerDefinition } from './optimizer.js';
-import { checkBetas, checkNumberAtLeast } from './options.js';
+import { checkBetas, checkNumberInRange } from './options.js';
 import type { OptimizerParams, ParamGroup } from './param-groups.js';
 
 /** Options of {@link RAdam}; a parameter group may override any of them. */
@@ -25,11 +25,11 @@ const definition: OptimizerDefinition<RAdamGroupOptions> = {
   name: 'RAdam',
   defaults: { lr: 1e-3, betas: [0.9, 0.999], eps: 1e-8, weightDecay: 0 },
   validate(options, where) {
-    if (options.lr !== undefined) checkNumberAtLeast('RAdam', `${where}.lr`, options.lr, 0);
+    if (options.lr !== undefined) checkNumberInRange('RAdam', `${where}.lr`, options.lr, 0);
     if (options.betas !== undefined) checkBetas('RAdam', `${where}.betas`, options.betas);
-    if (options.eps !== undefined) checkNumberAtLeast('RAdam', `${where}.eps`, options.eps, 0);
+    if (options.eps !== undefined) checkNumberInRange('RAdam', `${where}.eps`, options.eps, 0);
     if (options.weightDecay !== undefined) {
-      checkNumberAtLeast('RAdam', `${where}.weightDecay`, options.weightDecay, 0);
+      checkNumberInRange('RAdam', `${where}.weightDecay`, options.weightDecay, 0);
     }
   },
   stateLayout: { step: 'count', expAvg: 'tensor', expAvgSq: 'tensor' },

@@ -1,6 +1,6 @@
 import { keep, type Tensor, zerosLike } from '@flodl/tensor-native';
 import { Optimizer, type OptimizerDefinition } from './optimizer.js';
-import { checkBoolean, checkNumberAtLeast } from './options.js';
+import { checkBoolean, checkNumberInRange } from './options.js';
 import type { OptimizerParams, ParamGroup } from './param-groups.js';
 
 /** Options of {@link RMSprop}; a parameter group may override any of them. */
@@ -45,7 +45,7 @@ const definition: OptimizerDefinition<RMSpropGroupOptions> = {
   },
   validate(options, where) {
     for (const key of ['lr', 'alpha', 'eps', 'weightDecay', 'momentum'] as const) {
-      if (options[key] !== undefined) checkNumberAtLeast('RMSprop', `${where}.${key}`, options[key], 0);
+      if (options[key] !== undefined) checkNumberInRange('RMSprop', `${where}.${key}`, options[key], 0);
     }
     if (options.centered !== undefined) checkBoolean('RMSprop', `${where}.centered`, options.centered);
     if (options.maximize !== undefined) checkBoolean('RMSprop', `${where}.maximize`, options.maximize);

@@ -1,6 +1,6 @@
 import { FlodlError, keep, type Tensor } from '@flodl/tensor-native';
 import { Optimizer, type OptimizerDefinition } from './optimizer.js';
-import { checkBoolean, checkFiniteNumber, checkNumberAtLeast } from './options.js';
+import { checkBoolean, checkFiniteNumber, checkNumberInRange } from './options.js';
 import type { OptimizerParams, ParamGroup } from './param-groups.js';
 
 /** Options of {@link SGD}; a parameter group may override any of them. */
@@ -29,12 +29,12 @@ const definition: OptimizerDefinition<SGDGroupOptions> = {
   name: 'SGD',
   defaults: { lr: Number.NaN, momentum: 0, dampening: 0, weightDecay: 0, nesterov: false, maximize: false },
   validate(options, where) {
-    if (options.lr !== undefined) checkNumberAtLeast('SGD', `${where}.lr`, options.lr, 0);
-    if (options.momentum !== undefined) checkNumberAtLeast('SGD', `${where}.momentum`, options.momentum, 0);
+    if (options.lr !== undefined) checkNumberInRange('SGD', `${where}.lr`, options.lr, 0);
+    if (options.momentum !== undefined) checkNumberInRange('SGD', `${where}.momentum`, options.momentum, 0);
     // PyTorch does not bound dampening; it must at least be a finite number.
     if (options.dampening !== undefined) checkFiniteNumber('SGD', `${where}.dampening`, options.dampening);
     if (options.weightDecay !== undefined) {
-      checkNumberAtLeast('SGD', `${where}.weightDecay`, options.weightDecay, 0);
+      checkNumberInRange('SGD', `${where}.weightDecay`, options.weightDecay, 0);
     }
     if (options.nesterov !== undefined) checkBoolean('SGD', `${where}.nesterov`, options.nesterov);
     if (options.maximize !== undefined) checkBoolean('SGD', `${where}.maximize`, options.maximize);

@@ -1,6 +1,6 @@
 import type { Optimizer } from '../optim/optimizer.js';
 import { LRScheduler } from './lr-scheduler.js';
-import { checkInteger, checkNumberIn, checkSchedulerOptions, checkStep } from './validate.js';
+import { checkInteger, checkNumberInRange, checkSchedulerOptions, checkStep } from './validate.js';
 
 /** Options of {@link CosineAnnealingLR} and {@link cosineAnnealingLr}. */
 export interface CosineAnnealingLROptions {
@@ -14,7 +14,7 @@ function resolve(op: string, options: CosineAnnealingLROptions): Required<Cosine
   checkSchedulerOptions(op, options, ['tMax', 'etaMin']);
   return {
     tMax: checkInteger(op, 'options.tMax', options.tMax, 1),
-    etaMin: checkNumberIn(op, 'options.etaMin', options.etaMin ?? 0, 0, Number.POSITIVE_INFINITY),
+    etaMin: checkNumberInRange(op, 'options.etaMin', options.etaMin ?? 0, 0),
   };
 }
 

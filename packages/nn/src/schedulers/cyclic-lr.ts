@@ -2,8 +2,8 @@ import { invalidArgument } from '@flodl/tensor-native';
 import type { Optimizer } from '../optim/optimizer.js';
 import { cyclicMomentumBounds, LRScheduler, type MomentumBounds } from './lr-scheduler.js';
 import {
-  checkChoice,
-  checkNumberIn,
+  checkNumberInRange,
+  checkOneOf,
   checkSchedulerOptions,
   checkStep,
   nonNegativePerGroup,
@@ -59,22 +59,22 @@ interface Wave {
 function resolveWave(op: string, options: CyclicLROptions): Wave {
   checkSchedulerOptions(op, options, KEYS);
   const positive = (name: string, value: unknown) =>
-    checkNumberIn(op, `options.${name}`, value, Number.MIN_VALUE, Number.POSITIVE_INFINITY);
+    checkNumberInRange(op, `options.${name}`, value, Number.MIN_VALUE);
   const stepSizeUp = positive('stepSizeUp', options.stepSizeUp ?? 2000);
   const stepSizeDown = positive('stepSizeDown', options.stepSizeDown ?? stepSizeUp);
   const totalSize = stepSizeUp + stepSizeDown;
-  const gamma = checkNumberIn(op, 'options.gamma', options.gamma ?? 1, 0, Number.POSITIVE_INFINITY);
+  const gamma = checkNumberInRange(op, 'options.gamma', options.gamma ?? 1, 0);
   if (options.scaleFn !== undefined) {
     if (typeof options.scaleFn !== 'function') {
       throw invalidArgument(op, 'options.scaleFn', 'a function of the cycle or step', options.scaleFn);
     }
-    const scaleMode = checkChoice(op, 'options.scaleMode', options.scaleMode ?? 'cycle', [
+    const scaleMode = checkOneOf(op, 'options.scaleMode', options.scaleMode ?? 'cycle', [
       'cycle',
       'iterations',
     ]);
     return { totalSize, stepRatio: stepSizeUp / totalSize, scale: options.scaleFn, scaleMode };
   }
-  const mode = checkChoice(op, 'options.mode', options.mode ?? 'triangular', [
+  const mode = checkOneOf(op, 'options.mode', options.mode ?? 'triangular', [
     'triangular',
     'triangular2',
     'exp_range',
@@ -102,7 +102,7 @@ function position(wave: Wave, step: number): { scaleFactor: number; amplitude: n
 }
 
 function singleNumber(op: string, name: string, value: unknown): number {
-  return checkNumberIn(op, `options.${name}`, value, 0, Number.POSITIVE_INFINITY);
+  return checkNumberInRange(op, `options.${name}`, value, 0);
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { Optimizer } from '../optim/optimizer.js';
 import { LRScheduler } from './lr-scheduler.js';
-import { checkNumberIn, checkSchedulerOptions, checkStep } from './validate.js';
+import { checkNumberInRange, checkSchedulerOptions, checkStep } from './validate.js';
 
 /** Options of {@link ExponentialLR} and {@link exponentialLr}. */
 export interface ExponentialLROptions {
@@ -10,7 +10,7 @@ export interface ExponentialLROptions {
 
 function resolve(op: string, options: ExponentialLROptions): Required<ExponentialLROptions> {
   checkSchedulerOptions(op, options, ['gamma']);
-  return { gamma: checkNumberIn(op, 'options.gamma', options.gamma, 0, Number.POSITIVE_INFINITY) };
+  return { gamma: checkNumberInRange(op, 'options.gamma', options.gamma, 0) };
 }
 
 /**

@@ -2,7 +2,7 @@ import { describeValue, FlodlError, invalidArgument, type Tensor } from '@flodl/
 import type { Optimizer } from '../optim/optimizer.js';
 import { LRScheduler, type LRSchedulerState, type LrSchedule } from './lr-scheduler.js';
 import { ReduceLROnPlateau, type ReduceLROnPlateauState } from './reduce-lr-on-plateau.js';
-import { checkInteger, checkNumberIn, checkSchedulerOptions, checkStep } from './validate.js';
+import { checkInteger, checkNumberInRange, checkSchedulerOptions, checkStep } from './validate.js';
 
 /** Options of {@link linearWarmupLr}. */
 export interface LinearWarmupOptions {
@@ -31,7 +31,7 @@ function resolve(
   checkSchedulerOptions(op, options, ['warmupSteps', 'startFactor', ...extra]);
   return {
     warmupSteps: checkInteger(op, 'options.warmupSteps', options.warmupSteps, 1),
-    startFactor: checkNumberIn(op, 'options.startFactor', options.startFactor ?? 1 / 3, 0, 1),
+    startFactor: checkNumberInRange(op, 'options.startFactor', options.startFactor ?? 1 / 3, 0, 1),
   };
 }
 

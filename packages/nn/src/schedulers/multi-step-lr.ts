@@ -1,7 +1,7 @@
 import { invalidArgument } from '@flodl/tensor-native';
 import type { Optimizer } from '../optim/optimizer.js';
 import { LRScheduler } from './lr-scheduler.js';
-import { checkInteger, checkNumberIn, checkSchedulerOptions, checkStep } from './validate.js';
+import { checkInteger, checkNumberInRange, checkSchedulerOptions, checkStep } from './validate.js';
 
 /** Options of {@link MultiStepLR} and {@link multiStepLr}. */
 export interface MultiStepLROptions {
@@ -21,7 +21,7 @@ function resolve(op: string, options: MultiStepLROptions): { milestones: number[
   );
   return {
     milestones: milestones.sort((a, b) => a - b),
-    gamma: checkNumberIn(op, 'options.gamma', options.gamma ?? 0.1, 0, Number.POSITIVE_INFINITY),
+    gamma: checkNumberInRange(op, 'options.gamma', options.gamma ?? 0.1, 0),
   };
 }
 

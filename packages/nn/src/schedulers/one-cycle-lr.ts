@@ -2,9 +2,9 @@ import { FlodlError, invalidArgument } from '@flodl/tensor-native';
 import type { Optimizer } from '../optim/optimizer.js';
 import { cyclicMomentumBounds, LRScheduler, type MomentumBounds } from './lr-scheduler.js';
 import {
-  checkChoice,
   checkInteger,
-  checkNumberIn,
+  checkNumberInRange,
+  checkOneOf,
   checkSchedulerOptions,
   checkStep,
   nonNegativePerGroup,
@@ -84,14 +84,14 @@ function resolveCycle(op: string, options: OneCycleLROptions): Cycle {
     throw invalidArgument(op, 'options', 'totalSteps, or epochs and stepsPerEpoch', 'neither');
   }
   const positive = (name: string, value: number) =>
-    checkNumberIn(op, `options.${name}`, value, Number.MIN_VALUE, Number.POSITIVE_INFINITY);
+    checkNumberInRange(op, `options.${name}`, value, Number.MIN_VALUE);
   const threePhase = options.threePhase ?? false;
   if (typeof threePhase !== 'boolean')
     throw invalidArgument(op, 'options.threePhase', 'a boolean', threePhase);
   return {
     totalSteps,
-    pctStart: checkNumberIn(op, 'options.pctStart', options.pctStart ?? 0.3, 0, 1),
-    annealStrategy: checkChoice(op, 'options.annealStrategy', options.annealStrategy ?? 'cos', [
+    pctStart: checkNumberInRange(op, 'options.pctStart', options.pctStart ?? 0.3, 0, 1),
+    annealStrategy: checkOneOf(op, 'options.annealStrategy', options.annealStrategy ?? 'cos', [
       'cos',
       'linear',
     ]),
@@ -172,7 +172,7 @@ function singleNumber(op: string, name: string, value: unknown): number {
  */
 export function oneCycleLr(step: number, options: OneCycleLROptions): number {
   const cycle = resolveCycle('oneCycleLr', options);
-  const maxLr = checkNumberIn(
+  const maxLr = checkNumberInRange(
     'oneCycleLr',
     'options.maxLr',
     singleNumber('oneCycleLr', 'maxLr', options.maxLr),

@@ -1,6 +1,6 @@
 import { describeValue, FlodlError, invalidArgument, shareClassIdentity, Tensor } from '@flodl/tensor-native';
 import { Optimizer } from '../optim/optimizer.js';
-import { checkChoice, checkInteger, checkNumberIn, checkSchedulerOptions, perGroup } from './validate.js';
+import { checkInteger, checkNumberInRange, checkOneOf, checkSchedulerOptions, perGroup } from './validate.js';
 
 /** Options of {@link ReduceLROnPlateau}. */
 export interface ReduceLROnPlateauOptions {
@@ -85,14 +85,15 @@ export class ReduceLROnPlateau {
       throw invalidArgument(op, 'optimizer', 'an Optimizer (SGD, Adam, ...)', optimizer);
     }
     checkSchedulerOptions(op, options, KEYS);
-    const nonNegative = (name: string, value: unknown) =>
-      checkNumberIn(op, name, value, 0, Number.POSITIVE_INFINITY);
+    const nonNegative = (name: string, value: unknown) => checkNumberInRange(op, name, value, 0);
     this.optimizer = optimizer;
-    this.mode = checkChoice(op, 'options.mode', options.mode ?? 'min', ['min', 'max']);
-    this.factor = checkNumberIn(op, 'options.factor', options.factor ?? 0.1, 0, 1, false);
+    this.mode = checkOneOf(op, 'options.mode', options.mode ?? 'min', ['min', 'max']);
+    this.factor = checkNumberInRange(op, 'options.factor', options.factor ?? 0.1, 0, 1, {
+      maximumExclusive: true,
+    });
     this.patience = checkInteger(op, 'options.patience', options.patience ?? 10, 0);
     this.threshold = nonNegative('options.threshold', options.threshold ?? 1e-4);
-    this.thresholdMode = checkChoice(op, 'options.thresholdMode', options.thresholdMode ?? 'rel', [
+    this.thresholdMode = checkOneOf(op, 'options.thresholdMode', options.thresholdMode ?? 'rel', [
       'rel',
       'abs',
     ]);

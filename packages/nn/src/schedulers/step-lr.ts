@@ -1,6 +1,6 @@
 import type { Optimizer } from '../optim/optimizer.js';
 import { LRScheduler } from './lr-scheduler.js';
-import { checkInteger, checkNumberIn, checkSchedulerOptions, checkStep } from './validate.js';
+import { checkInteger, checkNumberInRange, checkSchedulerOptions, checkStep } from './validate.js';
 
 /** Options of {@link StepLR} and {@link stepLr}. */
 export interface StepLROptions {
@@ -14,7 +14,7 @@ function resolve(op: string, options: StepLROptions): Required<StepLROptions> {
   checkSchedulerOptions(op, options, ['stepSize', 'gamma']);
   return {
     stepSize: checkInteger(op, 'options.stepSize', options.stepSize, 1),
-    gamma: checkNumberIn(op, 'options.gamma', options.gamma ?? 0.1, 0, Number.POSITIVE_INFINITY),
+    gamma: checkNumberInRange(op, 'options.gamma', options.gamma ?? 0.1, 0),
   };
 }
 

@@ -1,5 +1,7 @@
 // Argument checks shared by the schedulers; each names the argument and shows expected vs got.
-import { FlodlError, invalidArgument } from '@flodl/tensor-native';
+import { checkInteger, checkNumberInRange, FlodlError, invalidArgument } from '@flodl/tensor-native';
+
+export { checkInteger, checkNumberInRange, checkOneOf } from '@flodl/tensor-native';
 
 /** @internal Rejects keys of `options` outside `allowed` (catches misspellings); undefined values are ignored. */
 export function checkSchedulerOptions(op: string, options: unknown, allowed: readonly string[]): void {
@@ -15,35 +17,6 @@ export function checkSchedulerOptions(op: string, options: unknown, allowed: rea
       });
     }
   }
-}
-
-/** @internal An integer >= `minimum`. */
-export function checkInteger(op: string, name: string, value: unknown, minimum: number): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < minimum) {
-    throw invalidArgument(op, name, `an integer >= ${minimum}`, value);
-  }
-  return value;
-}
-
-/** @internal A finite number in `[low, high]` (each bound inclusive unless stated). */
-export function checkNumberIn(
-  op: string,
-  name: string,
-  value: unknown,
-  low: number,
-  high: number,
-  highInclusive = true,
-): number {
-  const inRange =
-    typeof value === 'number' &&
-    Number.isFinite(value) &&
-    value >= low &&
-    (highInclusive ? value <= high : value < high);
-  if (!inRange) {
-    const upper = high === Number.POSITIVE_INFINITY ? '' : highInclusive ? `, <= ${high}` : `, < ${high}`;
-    throw invalidArgument(op, name, `a finite number >= ${low}${upper}`, value);
-  }
-  return value as number;
 }
 
 /** @internal The step a pure schedule is asked about: an integer >= 0. */
@@ -71,20 +44,5 @@ export function perGroup(
 
 /** @internal One finite number >= 0 per parameter group (learning rates, momenta). */
 export function nonNegativePerGroup(op: string, name: string, value: unknown, groups: number): number[] {
-  return perGroup(op, name, value, groups, (itemName, item) =>
-    checkNumberIn(op, itemName, item, 0, Infinity),
-  );
-}
-
-/** @internal One of the listed strings. */
-export function checkChoice<T extends string>(
-  op: string,
-  name: string,
-  value: unknown,
-  choices: readonly T[],
-): T {
-  if (!choices.includes(value as T)) {
-    throw invalidArgument(op, name, `one of ${choices.map((choice) => `'${choice}'`).join(', ')}`, value);
-  }
-  return value as T;
+  return perGroup(op, name, value, groups, (itemName, item) => checkNumberInRange(op, itemName, item, 0));
 }

@@ -7,13 +7,6 @@ export function checkInt(op: string, name: string, value: unknown): number {
   return value;
 }
 
-export function checkNonNegativeInt(op: string, name: string, value: unknown): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
-    throw invalidArgument(op, name, 'a non-negative integer', value);
-  }
-  return value;
-}
-
 export function checkNumber(op: string, name: string, value: unknown): number {
   if (typeof value !== 'number' || Number.isNaN(value)) throw invalidArgument(op, name, 'a number', value);
   return value;
@@ -104,4 +97,112 @@ function isPlainObject(value: unknown): value is object {
   if (value === null || typeof value !== 'object') return false;
   const prototype = Object.getPrototypeOf(value);
   return prototype === Object.prototype || prototype === null;
+}
+
+/**
+ * An integer `>= minimum` (any integer when no minimum is given).
+ * @throws FlodlError ERR_INVALID_ARGUMENT otherwise, e.g. "expected: an integer >= 1"
+ */
+export function checkInteger(
+  op: string,
+  name: string,
+  value: unknown,
+  minimum = Number.NEGATIVE_INFINITY,
+): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < minimum) {
+    const expected = Number.isFinite(minimum) ? `an integer >= ${minimum}` : 'an integer';
+    throw invalidArgument(op, name, expected, value);
+  }
+  return value;
+}
+
+/**
+ * A safe integer `>= 0`.
+ * @throws FlodlError ERR_INVALID_ARGUMENT otherwise
+ */
+export function checkNonNegativeInteger(op: string, name: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    throw invalidArgument(op, name, 'a non-negative integer', value);
+  }
+  return value;
+}
+
+/**
+ * A safe integer `>= 1`.
+ * @throws FlodlError ERR_INVALID_ARGUMENT otherwise
+ */
+export function checkPositiveInteger(op: string, name: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    throw invalidArgument(op, name, 'a positive integer', value);
+  }
+  return value;
+}
+
+/**
+ * A finite number.
+ * @throws FlodlError ERR_INVALID_ARGUMENT otherwise
+ */
+export function checkFiniteNumber(op: string, name: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isFinite(value)) {
+    throw invalidArgument(op, name, 'a finite number', value);
+  }
+  return value;
+}
+
+/** How {@link checkNumberInRange} treats its upper bound. */
+export interface RangeOptions {
+  /** The upper bound itself is refused: `[minimum, maximum)`. Default false. */
+  maximumExclusive?: boolean;
+}
+
+/**
+ * A finite number in `[minimum, maximum]` (or `[minimum, maximum)`); an infinite maximum means
+ * no upper bound. Messages read "a number in [0, 1)" or "a finite number >= 0".
+ * @throws FlodlError ERR_INVALID_ARGUMENT otherwise
+ */
+export function checkNumberInRange(
+  op: string,
+  name: string,
+  value: unknown,
+  minimum: number,
+  maximum = Number.POSITIVE_INFINITY,
+  options: RangeOptions = {},
+): number {
+  const exclusive = options.maximumExclusive === true;
+  const inRange =
+    typeof value === 'number' &&
+    Number.isFinite(value) &&
+    value >= minimum &&
+    (exclusive ? value < maximum : value <= maximum);
+  if (!inRange) {
+    const expected =
+      maximum === Number.POSITIVE_INFINITY
+        ? `a finite number >= ${minimum}`
+        : `a number in [${minimum}, ${maximum}${exclusive ? ')' : ']'}`;
+    throw invalidArgument(op, name, expected, value);
+  }
+  return value as number;
+}
+
+/**
+ * A function, or undefined.
+ * @throws FlodlError ERR_INVALID_ARGUMENT otherwise
+ */
+export function checkOptionalFunction<T>(op: string, name: string, value: unknown): T | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'function') throw invalidArgument(op, name, 'a function', value);
+  return value as T;
+}
+
+/**
+ * Any object but null or an array (`{}` when undefined): for option records whose keys are
+ * checked by the caller. {@link checkOptions} is the stricter check (plain objects, known keys).
+ * @throws FlodlError ERR_INVALID_ARGUMENT otherwise
+ */
+export function checkOptionsObject(op: string, name: string, value: unknown): Record<string, unknown> {
+  if (value === undefined) return {};
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw invalidArgument(op, name, 'an options object', value);
+  }
+  return value as Record<string, unknown>;
 }

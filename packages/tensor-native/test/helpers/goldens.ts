@@ -1,12 +1,20 @@
 // Reads the golden fixtures written by scripts/make-goldens.py and replays them against
 // our Tensor API: builds the inputs, calls the op, and compares with PyTorch's result.
-import { readFileSync } from 'node:fs';
+
+import {
+  compareValues,
+  decodeNumber,
+  type EncodedNumber,
+  expectClose,
+  readFixture,
+  type Tolerance,
+} from '@flodl/testing';
 import { expect } from 'vitest';
 import * as flodl from '../../src/index.js';
-import { type DType, isFloatingPoint, Tensor } from '../../src/index.js';
+import { type DType, Tensor } from '../../src/index.js';
 
-/** A number as the fixtures store it: JSON has no NaN or Infinity. */
-export type EncodedNumber = number | 'nan' | 'inf' | '-inf';
+/** A number as the fixtures store it (@flodl/testing's one encoding: 'nan', 'inf', '-inf'). */
+export type { EncodedNumber } from '@flodl/testing';
 export type EncodedValue = EncodedNumber | boolean;
 
 /** A step that turns a freshly made tensor into a (usually non-contiguous) view. */
@@ -30,10 +38,7 @@ export type ExpectedResult =
   | { list: TensorFixture[] }
   | { scalar: EncodedValue };
 
-export interface Tolerance {
-  atol: number;
-  rtol: number;
-}
+export { readValues, type Tolerance } from '@flodl/testing';
 
 export interface GoldenCase extends Tolerance {
   group: string;
@@ -69,20 +74,9 @@ export interface Goldens {
 
 type AnyFunction = (...args: unknown[]) => unknown;
 
-const EXACT: Tolerance = { atol: 0, rtol: 0 };
-const MAX_REPORTED = 8;
-
 export function loadGoldens(): Goldens {
   const url = new URL('../fixtures/goldens.json', import.meta.url);
-  return JSON.parse(readFileSync(url, 'utf8')) as Goldens;
-}
-
-export function decodeNumber(value: EncodedValue): number {
-  if (value === 'nan') return Number.NaN;
-  if (value === 'inf') return Number.POSITIVE_INFINITY;
-  if (value === '-inf') return Number.NEGATIVE_INFINITY;
-  if (typeof value === 'boolean') return value ? 1 : 0;
-  return value;
+  return readFixture<Goldens>(url);
 }
 
 /** Builds a fixture tensor, then applies its view steps. */
@@ -154,36 +148,6 @@ export function runCase(golden: GoldenCase): unknown {
   return result;
 }
 
-/** Reads a tensor's values as numbers (int64 through Number, bool as 0/1). */
-export function readValues(tensor: Tensor): number[] {
-  const typed = tensor.toTypedArray() as ArrayLike<number | bigint>;
-  return Array.from(typed, (value) => Number(value));
-}
-
-function isClose(actual: number, expected: number, tolerance: Tolerance): boolean {
-  if (Number.isNaN(expected)) return Number.isNaN(actual);
-  if (!Number.isFinite(expected)) return actual === expected;
-  return Math.abs(actual - expected) <= tolerance.atol + tolerance.rtol * Math.abs(expected);
-}
-
-/** Human-readable mismatches (empty when every value is close enough). */
-export function compareValues(
-  actual: readonly number[],
-  expected: readonly number[],
-  tolerance: Tolerance,
-): string[] {
-  if (actual.length !== expected.length) return [`expected ${expected.length} values, got ${actual.length}`];
-  const problems: string[] = [];
-  let count = 0;
-  for (let k = 0; k < expected.length; k++) {
-    if (isClose(actual[k]!, expected[k]!, tolerance)) continue;
-    count++;
-    if (problems.length < MAX_REPORTED) problems.push(`[${k}] expected ${expected[k]}, got ${actual[k]}`);
-  }
-  if (count > MAX_REPORTED) problems.push(`… ${count - MAX_REPORTED} more`);
-  return problems;
-}
-
 /** Compares shape, then dtype, then values; integer and bool values must match exactly. */
 export function expectTensor(
   actual: unknown,
@@ -192,12 +156,7 @@ export function expectTensor(
   label: string,
 ): void {
   expect(actual instanceof Tensor, `${label} is a Tensor`).toBe(true);
-  const tensor = actual as Tensor;
-  expect([...tensor.shape], `${label} shape`).toEqual(expected.shape);
-  expect(tensor.dtype, `${label} dtype`).toBe(expected.dtype);
-  const applied = isFloatingPoint(expected.dtype) ? tolerance : EXACT;
-  const problems = compareValues(readValues(tensor), expected.data.map(decodeNumber), applied);
-  expect(problems, `${label} values (atol ${applied.atol}, rtol ${applied.rtol})`).toEqual([]);
+  expectClose(actual, expected, tolerance, label);
 }
 
 export function expectResult(actual: unknown, expected: ExpectedResult, tolerance: Tolerance): void {

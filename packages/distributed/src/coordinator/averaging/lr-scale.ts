@@ -14,9 +14,9 @@ import { invalidArgument } from '@flodl/tensor-native';
  */
 export function lrScaleFactor(worldSize: number, ratio: number): number {
   if (!Number.isInteger(worldSize) || worldSize < 1) {
-    throw invalidArgument('lrScaleFactor', 'worldSize', 'an integer ≥ 1', worldSize);
+    throw invalidArgument('lrScaleFactor', 'worldSize', 'an integer >= 1', worldSize);
   }
   if (!Number.isFinite(ratio) || ratio < 0)
-    throw invalidArgument('lrScaleFactor', 'ratio', 'a finite ratio ≥ 0', ratio);
+    throw invalidArgument('lrScaleFactor', 'ratio', 'a finite ratio >= 0', ratio);
   return 1 + (worldSize - 1) * ratio;
 }

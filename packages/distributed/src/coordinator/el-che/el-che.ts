@@ -118,7 +118,7 @@ export class ElChe {
     if (this.#minAnchor > this.#maxAnchor || this.#anchor > this.#maxAnchor) {
       throw new FlodlError('ERR_INVALID_ARGUMENT', 'anchor bounds are inconsistent', {
         op: OP,
-        expected: 'minAnchor ≤ maxAnchor and anchor ≤ maxAnchor',
+        expected: 'minAnchor <= maxAnchor and anchor <= maxAnchor',
         got: `anchor ${this.#anchor}, minAnchor ${this.#minAnchor}, maxAnchor ${this.#maxAnchor}`,
       });
     }

@@ -1,16 +1,9 @@
-// Views, reshaping, indexing, gathering/scattering, sorting and joining on Tensor.
+// Views and layout on Tensor: reshaping, dims, slicing, splitting, tiling, triangles.
 import { FlodlError, invalidArgument } from './errors.js';
 import { native } from './internal/binding.js';
 import { diagnose } from './internal/diagnose.js';
 import { call, callMany } from './internal/methods.js';
-import {
-  checkBoolean,
-  checkInt,
-  checkIntList,
-  checkNonNegativeInt,
-  checkScalar,
-} from './internal/validate.js';
-import type { ValuesIndices } from './ops-reduce.js';
+import { checkInt, checkIntList, checkNonNegativeInteger } from './internal/validate.js';
 import { normalizeDim, Tensor } from './tensor.js';
 
 declare module './tensor.js' {
@@ -45,30 +38,6 @@ declare module './tensor.js' {
     slice(dim: number, start?: number, end?: number, step?: number): Tensor;
     /** Python's `t[index]` along `dim`, dropping that dim (a view). PyTorch: `torch.select`. */
     select(dim: number, index: number): Tensor;
-    /** Rows of `dim` picked by an int64 `index` vector. PyTorch: `torch.index_select`. */
-    indexSelect(dim: number, index: Tensor): Tensor;
-    /** Advanced indexing `t[i0, i1, ...]` with integer or boolean index tensors. */
-    index(indices: Tensor[]): Tensor;
-    /** `out[i][j] = self[index[i][j]][j]` for dim 0 (and so on). PyTorch: `torch.gather`. */
-    gather(dim: number, index: Tensor): Tensor;
-    /** A copy with `src` (or a value) written at `index` along `dim`. PyTorch: `torch.scatter`. */
-    scatter(dim: number, index: Tensor, src: Tensor | number): Tensor;
-    /** A copy with `src` added at `index` along `dim`. PyTorch: `torch.scatter_add`. */
-    scatterAdd(dim: number, index: Tensor, src: Tensor): Tensor;
-    /** A copy reduced into at `index` with `sum`, `prod`, `mean`, `amax` or `amin`. PyTorch: `torch.scatter_reduce`. */
-    scatterReduce(
-      dim: number,
-      index: Tensor,
-      src: Tensor,
-      reduce: 'sum' | 'prod' | 'mean' | 'amax' | 'amin',
-      options?: { includeSelf?: boolean },
-    ): Tensor;
-    /** A copy with `value` where `mask` is true. PyTorch: `torch.masked_fill`. */
-    maskedFill(mask: Tensor, value: number | boolean | Tensor): Tensor;
-    /** The elements where `mask` is true, as a 1-d tensor. PyTorch: `torch.masked_select`. */
-    maskedSelect(mask: Tensor): Tensor;
-    /** Indices of non-zero elements, one row per element. PyTorch: `torch.nonzero`. */
-    nonzero(): Tensor;
     /** `chunks` nearly equal pieces along `dim`. PyTorch: `torch.chunk`. */
     chunk(chunks: number, dim?: number): Tensor[];
     /** Pieces of `size` (or the listed sizes) along `dim`. PyTorch: `torch.split`. */
@@ -83,12 +52,6 @@ declare module './tensor.js' {
     flip(dims: number | number[]): Tensor;
     /** Rotates elements along `dims` by `shifts`. PyTorch: `torch.roll`. */
     roll(shifts: number | number[], dims: number | number[]): Tensor;
-    /** Sorted values and their indices along `dim`. PyTorch: `torch.sort`. */
-    sort(dim?: number, descending?: boolean, options?: { stable?: boolean }): ValuesIndices;
-    /** The indices that sort `dim`. PyTorch: `torch.argsort`. */
-    argsort(dim?: number, descending?: boolean): Tensor;
-    /** The `k` largest (or smallest) values along `dim` and their indices. PyTorch: `torch.topk`. */
-    topk(k: number, dim?: number, largest?: boolean, sorted?: boolean): ValuesIndices;
     /** Lower triangle (below `diagonal`). PyTorch: `torch.tril`. */
     tril(diagonal?: number): Tensor;
     /** Upper triangle (above `diagonal`). PyTorch: `torch.triu`. */
@@ -106,18 +69,6 @@ function sizesOf(op: string, args: number[] | [number[]]): number[] {
     if (!Number.isSafeInteger(list[k])) return checkIntList(op, 'shape', list);
   }
   return list;
-}
-
-function checkIndexTensor(op: string, name: string, index: unknown): Tensor {
-  if (!(index instanceof Tensor)) throw invalidArgument(op, name, 'an int64 Tensor', index);
-  if (index.dtype !== 'int64') {
-    throw new FlodlError('ERR_DTYPE', `${name} must hold int64 indices`, {
-      op,
-      expected: 'int64',
-      got: index.dtype,
-    });
-  }
-  return index;
 }
 
 function checkShapeVolume(op: string, self: Tensor, shape: number[]): void {
@@ -251,7 +202,7 @@ proto.narrow = function narrow(this: Tensor, dim: number, start: number, length:
   const d = normalizeDim('narrow', dim, shape.length);
   const size = shape[d] ?? 1;
   checkInt('narrow', 'start', start);
-  checkNonNegativeInt('narrow', 'length', length);
+  checkNonNegativeInteger('narrow', 'length', length);
   const begin = start < 0 ? start + size : start;
   if (begin < 0 || begin + length > size) {
     throw new FlodlError('ERR_INVALID_ARGUMENT', 'range out of bounds', {
@@ -292,110 +243,6 @@ proto.select = function select(this: Tensor, dim: number, index: number): Tensor
   } catch (error) {
     throw diagnose('select', { self: this }, error);
   }
-};
-
-proto.indexSelect = function indexSelect(this: Tensor, dim: number, index: Tensor): Tensor {
-  normalizeDim('indexSelect', dim, this.ndim);
-  checkIndexTensor('indexSelect', 'index', index);
-  try {
-    return new Tensor(native.indexSelect(this._h, dim, index._h));
-  } catch (error) {
-    throw diagnose('indexSelect', { self: this, index }, error);
-  }
-};
-
-proto.index = function index(this: Tensor, indices: Tensor[]): Tensor {
-  if (!Array.isArray(indices) || !indices.every((item) => item instanceof Tensor)) {
-    throw invalidArgument('index', 'indices', 'an array of Tensors', indices);
-  }
-  return call('index', { self: this }, () =>
-    native.index(
-      this._h,
-      indices.map((item) => item._h),
-    ),
-  );
-};
-
-proto.gather = function gather(this: Tensor, dim: number, index: Tensor): Tensor {
-  normalizeDim('gather', dim, this.ndim);
-  checkIndexTensor('gather', 'index', index);
-  return call('gather', { self: this, index }, () => native.gather(this._h, dim, index._h));
-};
-
-proto.scatter = function scatter(this: Tensor, dim: number, index: Tensor, src: Tensor | number): Tensor {
-  normalizeDim('scatter', dim, this.ndim);
-  checkIndexTensor('scatter', 'index', index);
-  if (src instanceof Tensor)
-    return call('scatter', { self: this, index, src }, () => native.scatter(this._h, dim, index._h, src._h));
-  checkScalar('scatter', 'src', src);
-  return call('scatter', { self: this, index }, () => native.scatterValue(this._h, dim, index._h, src));
-};
-
-proto.scatterAdd = function scatterAdd(this: Tensor, dim: number, index: Tensor, src: Tensor): Tensor {
-  normalizeDim('scatterAdd', dim, this.ndim);
-  checkIndexTensor('scatterAdd', 'index', index);
-  return call('scatterAdd', { self: this, index, src }, () =>
-    native.scatterAdd(this._h, dim, index._h, src._h),
-  );
-};
-
-proto.scatterReduce = function scatterReduce(
-  this: Tensor,
-  dim: number,
-  index: Tensor,
-  src: Tensor,
-  reduce: 'sum' | 'prod' | 'mean' | 'amax' | 'amin',
-  options: { includeSelf?: boolean } = {},
-): Tensor {
-  normalizeDim('scatterReduce', dim, this.ndim);
-  checkIndexTensor('scatterReduce', 'index', index);
-  if (!['sum', 'prod', 'mean', 'amax', 'amin'].includes(reduce)) {
-    throw invalidArgument('scatterReduce', 'reduce', "'sum', 'prod', 'mean', 'amax' or 'amin'", reduce);
-  }
-  const includeSelf = checkBoolean('scatterReduce', 'includeSelf', options.includeSelf, true);
-  return call('scatterReduce', { self: this, index, src }, () =>
-    native.scatterReduce(this._h, dim, index._h, src._h, reduce, includeSelf),
-  );
-};
-
-proto.maskedFill = function maskedFill(this: Tensor, mask: Tensor, value: number | boolean | Tensor): Tensor {
-  if (!(mask instanceof Tensor)) throw invalidArgument('maskedFill', 'mask', 'a bool Tensor', mask);
-  if (mask.dtype !== 'bool')
-    throw new FlodlError('ERR_DTYPE', 'mask must be bool', {
-      op: 'maskedFill',
-      expected: 'bool',
-      got: mask.dtype,
-    });
-  if (value instanceof Tensor) {
-    return call(
-      'maskedFill',
-      { self: this, mask, value },
-      () => native.maskedFillTensor(this._h, mask._h, value._h),
-      'broadcast',
-    );
-  }
-  checkScalar('maskedFill', 'value', value);
-  return call(
-    'maskedFill',
-    { self: this, mask },
-    () => native.maskedFill(this._h, mask._h, value),
-    'broadcast',
-  );
-};
-
-proto.maskedSelect = function maskedSelect(this: Tensor, mask: Tensor): Tensor {
-  if (!(mask instanceof Tensor)) throw invalidArgument('maskedSelect', 'mask', 'a bool Tensor', mask);
-  if (mask.dtype !== 'bool')
-    throw new FlodlError('ERR_DTYPE', 'mask must be bool', {
-      op: 'maskedSelect',
-      expected: 'bool',
-      got: mask.dtype,
-    });
-  return call('maskedSelect', { self: this, mask }, () => native.maskedSelect(this._h, mask._h), 'broadcast');
-};
-
-proto.nonzero = function nonzero(this: Tensor): Tensor {
-  return call('nonzero', { self: this }, () => native.nonzero(this._h));
 };
 
 proto.chunk = function chunk(this: Tensor, chunks: number, dim = 0): Tensor[] {
@@ -439,7 +286,7 @@ proto.repeat = function repeat(this: Tensor, ...args: number[] | [number[]]): Te
 };
 
 proto.repeatInterleave = function repeatInterleave(this: Tensor, repeats: number, dim?: number): Tensor {
-  checkNonNegativeInt('repeatInterleave', 'repeats', repeats);
+  checkNonNegativeInteger('repeatInterleave', 'repeats', repeats);
   if (dim !== undefined) normalizeDim('repeatInterleave', dim, this.ndim);
   return call('repeatInterleave', { self: this }, () => native.repeatInterleave(this._h, repeats, dim));
 };
@@ -457,39 +304,6 @@ proto.roll = function roll(this: Tensor, shifts: number | number[], dims: number
     throw invalidArgument('roll', 'dims', `${shiftList.length} dims (one per shift)`, dims);
   for (const dim of dimList) normalizeDim('roll', dim, this.ndim);
   return call('roll', { self: this }, () => native.roll(this._h, shiftList, dimList));
-};
-
-proto.sort = function sort(
-  this: Tensor,
-  dim = -1,
-  descending = false,
-  options: { stable?: boolean } = {},
-): ValuesIndices {
-  normalizeDim('sort', dim, this.ndim);
-  checkBoolean('sort', 'descending', descending, false);
-  const stable = checkBoolean('sort', 'stable', options.stable, false);
-  const [values, indices] = callMany('sort', { self: this }, () =>
-    native.sort(this._h, dim, descending, stable),
-  );
-  return { values: values!, indices: indices! };
-};
-
-proto.argsort = function argsort(this: Tensor, dim = -1, descending = false): Tensor {
-  normalizeDim('argsort', dim, this.ndim);
-  return call('argsort', { self: this }, () => native.argsort(this._h, dim, descending, false));
-};
-
-proto.topk = function topk(this: Tensor, k: number, dim = -1, largest = true, sorted = true): ValuesIndices {
-  const shape = this.shape;
-  const d = normalizeDim('topk', dim, shape.length);
-  const size = shape.length === 0 ? 1 : shape[d]!;
-  if (!Number.isSafeInteger(k) || k < 0 || k > size) {
-    throw invalidArgument('topk', 'k', `an integer in [0, ${size}] (the size of dim ${dim})`, k);
-  }
-  const [values, indices] = callMany('topk', { self: this }, () =>
-    native.topk(this._h, k, dim, largest, sorted),
-  );
-  return { values: values!, indices: indices! };
 };
 
 proto.tril = function tril(this: Tensor, diagonal = 0): Tensor {

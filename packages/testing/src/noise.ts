@@ -1,0 +1,60 @@
+// Expected noise, captured and asserted on instead of printed: console warnings a test is meant
+// to cause, and what a fresh process writes to its stderr (libtorch logs there directly).
+import { spawnSync } from 'node:child_process';
+import { afterEach, beforeEach, expect, vi } from 'vitest';
+
+/** The console.warn lines captured during the current test (reset before each test). */
+export interface CapturedWarnings {
+  readonly lines: readonly string[];
+}
+
+/**
+ * For every test of the enclosing `describe` (or file): captures `console.warn` instead of
+ * printing it, and after the test expects each captured line to match one of `expected`. A test
+ * may also assert on `captured.lines` itself (a warning it is meant to cause).
+ *
+ * @example const warnings = captureWarnings([/dropped connection .*ECONNRESET/]);
+ */
+export function captureWarnings(expected: readonly RegExp[]): CapturedWarnings {
+  const lines: string[] = [];
+  let restore: (() => void) | undefined;
+  beforeEach(() => {
+    lines.length = 0;
+    const spy = vi.spyOn(console, 'warn').mockImplementation((...args: unknown[]) => {
+      lines.push(args.map(String).join(' '));
+    });
+    restore = () => spy.mockRestore();
+  });
+  afterEach(() => {
+    restore?.();
+    const unexpected = lines.filter((line) => !expected.some((pattern) => pattern.test(line)));
+    expect(unexpected, `unexpected console.warn output (expected only ${expected.join(', ')})`).toEqual([]);
+  });
+  return { lines };
+}
+
+/** What a fresh Node process did: its exit status and everything it wrote. */
+export interface IsolatedRun {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs ES module source in a fresh Node process (bounded by `timeoutMs`) and returns its output,
+ * for noise that only a process's own stderr shows, such as libtorch's log lines. The
+ * environment is this process's, with libtorch's log level reset to its default (the test
+ * configs raise it), so every warning shows.
+ */
+export function runIsolated(source: string, options: { cwd?: string; timeoutMs?: number } = {}): IsolatedRun {
+  const env = { ...process.env };
+  delete env.GLOG_minloglevel;
+  const result = spawnSync(process.execPath, ['--input-type=module', '-e', source], {
+    cwd: options.cwd,
+    env,
+    encoding: 'utf8',
+    timeout: options.timeoutMs ?? 60_000,
+  });
+  if (result.error !== undefined) throw result.error;
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}

@@ -1,0 +1,12 @@
+import { defineConfig } from 'tsup';
+
+export default defineConfig({
+  entry: ['src/index.ts'],
+  format: ['esm'],
+  // Declarations come from tsc (tsconfig.build.json), one file per module.
+  dts: false,
+  sourcemap: true,
+  clean: true,
+  target: 'node20',
+  external: ['vitest'],
+});

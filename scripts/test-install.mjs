@@ -303,9 +303,9 @@ function checkBuildProgress(output) {
 function runUserScripts(dir, env) {
   run('node', ['train.mjs'], { cwd: dir, env, timeoutMs: 2 * MINUTE });
   run('node', ['train.cjs'], { cwd: dir, env, timeoutMs: 2 * MINUTE });
-  const help = run('npx', ['--no', 'flodl', '--help'], { cwd: dir, env, capture: true, timeoutMs: MINUTE });
+  const help = run('npx', ['flodl', '--help'], { cwd: dir, env, capture: true, timeoutMs: MINUTE });
   if (!help.includes('usage: flodl <command>')) throw new Error('npx flodl --help printed no usage');
-  const launched = run('npx', ['--no', 'flodl', 'launch', '--nproc', '2', 'train.mjs'], {
+  const launched = run('npx', ['flodl', 'launch', '--nproc', '2', 'train.mjs'], {
     cwd: dir,
     env,
     capture: true,
@@ -405,8 +405,10 @@ async function main() {
     return versions.join(', ');
   });
 
+  // npx runs only what the project installed (npm_config_yes=false: it never fetches a package).
   const userEnv = {
-    PATH: pathEnv,
+    npm_config_yes: 'false',
+    PATH: `${tools}:${process.env.PATH ?? ''}`, // the pinned pnpm, not the repo's own tools
     NPM_CONFIG_USERCONFIG: join(work, 'user.npmrc'),
     npm_config_cache: join(work, 'npm-cache'),
   };
@@ -433,7 +435,7 @@ async function main() {
       timeoutMs: 5 * MINUTE,
     });
     for (const config of ['tsconfig.node16.json', 'tsconfig.bundler.json']) {
-      run('npx', ['--no', 'tsc', '-p', config], { cwd: npmProject, env: userEnv, timeoutMs: 2 * MINUTE });
+      run('npx', ['tsc', '-p', config], { cwd: npmProject, env: userEnv, timeoutMs: 2 * MINUTE });
     }
   });
 

@@ -365,18 +365,10 @@ async function main() {
     const copy = releaseCopy();
     const changeset = join(root, 'node_modules', '@changesets', 'cli', 'bin.js');
     // pnpm publish resolves `workspace:` ranges through the installed workspace: link it (the
-    // runtime dependencies only, from the store the repo's own install filled; no builds).
+    // dependencies come from the store the repo's own install filled; no builds run).
     run(
       process.execPath,
-      [
-        pnpm,
-        'install',
-        '--prod',
-        '--frozen-lockfile',
-        '--prefer-offline',
-        '--ignore-scripts',
-        '--reporter=silent',
-      ],
+      [pnpm, 'install', '--frozen-lockfile', '--prefer-offline', '--ignore-scripts', '--reporter=silent'],
       { cwd: copy, env: releaseEnv, quiet: true },
     );
     run(process.execPath, [changeset, 'version'], { cwd: copy, env: releaseEnv, quiet: true });

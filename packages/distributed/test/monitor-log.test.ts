@@ -8,6 +8,7 @@ import { FlodlError } from '@flodl/tensor-native';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   exportMetricsCsv,
+  localEpochMetrics,
   METRICS_LOG_VERSION,
   MONITOR_RECORD_KINDS,
   type MonitorRecordInput,
@@ -230,5 +231,47 @@ describe('RunRecorder and RunState', () => {
     expect(steps.at(-1)).toBe(1000);
     expect(steps[0]).toBeLessThan(100);
     expect(state.snapshot.recordCount).toBe(1000);
+  });
+});
+
+describe('localEpochMetrics', () => {
+  it('makes a single-process epoch a one-rank EpochMetrics that the state and the CSV read', () => {
+    const metrics = localEpochMetrics({
+      epoch: 0,
+      avgLoss: 0.5,
+      epochMs: 2000,
+      samples: 6000,
+      scalars: { accuracy: 0.9 },
+      dataStarveMs: 100,
+    });
+    expect(metrics).toEqual({
+      epoch: 0,
+      avgLoss: 0.5,
+      epochMs: 2000,
+      scalars: { accuracy: 0.9 },
+      perRank: [{ accuracy: 0.9 }],
+      perRankThroughput: [3],
+      perRankBatchShare: [1],
+      perRankShareCompleteMs: [2000],
+      perRankComputeOnlyMs: [1900],
+      perRankDataStarveMs: [100],
+      deviceIndices: [0],
+      perRankLoss: [0.5],
+      perRankSamples: [6000],
+    });
+    const state = new RunState();
+    state.apply({ kind: 'epoch', t: 1, metrics });
+    expect(state.snapshot.ranks).toMatchObject([
+      { rank: 0, samplesPerSec: 3000, share: 1, status: 'training' },
+    ]);
+    expect(metricsCsv([{ kind: 'epoch', t: 1, metrics }]).split('\n')[1]).toBe(
+      '0,1,0.5,2000,,0.9,3000,1,0.5,6000',
+    );
+    expect(() => localEpochMetrics({ epoch: 0, avgLoss: 1, epochMs: -1, samples: 1 })).toThrow(
+      /invalid epochMs/,
+    );
+    expect(() => localEpochMetrics({ epoch: 0, avgLoss: 1, epochMs: 1, samples: 1, lr: 1 } as never)).toThrow(
+      /unknown option 'lr'/,
+    );
   });
 });

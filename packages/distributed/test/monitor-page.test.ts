@@ -1,5 +1,8 @@
 // The dashboard without a browser: the page is one document whose data cannot end its script
 // tag, the server's endpoints and methods, the live stream's first event, and its option checks.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isLoopback, RunRecorder, RunState, startDashboard } from '../src/monitor/index.js';
 import { renderPage } from '../src/monitor/page.js';
@@ -60,6 +63,14 @@ describe('dashboard page and server', () => {
       recorder.record({ kind: 'eval', epoch: 0, metric: 0.25 });
       await readUntil(/\ndata: \{"kind":"eval".*\n\n/);
       controller.abort();
+
+      // A report of the run so far, from the live recorder: the page with its state inside.
+      const reportPath = join(mkdtempSync(join(tmpdir(), 'flodl-report-')), 'run.html');
+      await dashboard.saveReport(reportPath);
+      const report = readFileSync(reportPath, 'utf8');
+      expect(report).toContain('<body data-mode="report">');
+      expect(report).toContain('"kind":"eval","epoch":0,"metric":0.25');
+      rmSync(dirname(reportPath), { recursive: true, force: true });
     } finally {
       await dashboard.close();
     }

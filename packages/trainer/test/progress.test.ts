@@ -13,6 +13,7 @@ import {
   formatStepLine,
   formatValue,
   ProgressTracker,
+  rankViews,
   stdoutIsUsers,
 } from '../src/progress/index.js';
 
@@ -87,6 +88,13 @@ describe('progress formatter', () => {
         { rank: 2, share: 0, samplesPerSec: 0, down: true },
       ]),
     ).toBe('ranks 0: 63.8% 1649/s · 1: 36.2% 896/s · 2: down');
+    // From an epoch's aggregated metrics (samples per ms); a rank with no samples is down.
+    const views = rankViews({
+      perRankBatchShare: [0.75, 0.25, 0],
+      perRankThroughput: [1.5, 0.5, 0],
+      perRankSamples: [300, 100, 0],
+    });
+    expect(formatClusterLine(views)).toBe('ranks 0: 75.0% 1500/s · 1: 25.0% 500/s · 2: down');
     expect(
       formatEpochLine({
         epoch: 1,

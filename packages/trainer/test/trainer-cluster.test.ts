@@ -2,7 +2,7 @@
 // processes are real, and talk over loopback sockets.
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -21,21 +21,25 @@ interface ScriptResult {
   lost: { rank: number; message: string }[];
 }
 
-function runScript(config: Record<string, unknown>, extraEnv: Record<string, string> = {}) {
+/** Runs the fixture script as a user would (`node --import tsx train.ts config`), to its end. */
+async function runScript(config: Record<string, unknown>, extraEnv: Record<string, string> = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'flodl-trainer-test-'));
   const out = join(dir, 'result.json');
   const trace = join(dir, 'trace');
-  spawnSync('mkdir', ['-p', trace]);
+  mkdirSync(trace);
   try {
-    const child = spawnSync(
-      process.execPath,
-      ['--import', 'tsx', script, JSON.stringify({ ...config, out })],
-      {
-        encoding: 'utf8',
-        timeout: 90_000,
-        env: { ...process.env, FLODL_TRACE_DIR: trace, ...extraEnv },
-      },
-    );
+    const child = spawn(process.execPath, ['--import', 'tsx', script, JSON.stringify({ ...config, out })], {
+      env: { ...process.env, FLODL_TRACE_DIR: trace, ...extraEnv },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+    });
+    child.stdout.resume();
+    const timer = setTimeout(() => child.kill('SIGKILL'), 90_000);
+    const status = await new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    clearTimeout(timer);
     const rounds = new Map<number, { version: number; digest: string }[]>();
     for (const file of readdirSync(trace)) {
       const rank = Number(/rank(\d+)/.exec(file)?.[1]);
@@ -54,7 +58,7 @@ function runScript(config: Record<string, unknown>, extraEnv: Record<string, str
     } catch {
       result = undefined;
     }
-    return { status: child.status, stderr: child.stderr, stdout: child.stdout, result, rounds };
+    return { status, stderr, result, rounds };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -64,8 +68,8 @@ const MODES: LaunchMode[] = ['CpuSync', 'CpuCadence', 'CpuAsync', 'NcclSync', 'N
 
 describe.concurrent('Trainer on three CPU ranks', () => {
   for (const mode of MODES) {
-    it(`${mode}: loss falls, replicas agree after every round, join returns the consensus, eval once per epoch`, () => {
-      const { status, stderr, result, rounds } = runScript({
+    it(`${mode}: loss falls, replicas agree after every round, join returns the consensus, eval once per epoch`, async () => {
+      const { status, stderr, result, rounds } = await runScript({
         mode,
         totalSamples: 480,
         batchSize: 8,
@@ -103,6 +107,65 @@ describe.concurrent('Trainer on three CPU ranks', () => {
       expect(run.lost).toEqual([]);
     });
   }
+});
+
+describe.concurrent('Trainer clusters: speeds, failures, bad use', () => {
+  it('CpuCadence gives a slow rank less work than CpuSync does (shares follow the measured speed)', async () => {
+    const work = {
+      totalSamples: 960,
+      batchSize: 8,
+      numEpochs: 2,
+      devices: ['cpu', 'cpu'],
+      stepDelayMs: [0, 8],
+    };
+    const [cadence, sync] = await Promise.all([
+      runScript({ ...work, mode: 'CpuCadence' }),
+      runScript({ ...work, mode: 'CpuSync' }),
+    ]);
+    expect(cadence.status, cadence.stderr).toBe(0);
+    expect(sync.status, sync.stderr).toBe(0);
+    const slowShare = (run: ScriptResult) => {
+      const last = run.metrics.at(-1) as EpochMetrics;
+      return (
+        (last.perRankSamples[1] as number) / last.perRankSamples.reduce((sum, samples) => sum + samples, 0)
+      );
+    };
+    const cadenceShare = slowShare(cadence.result as ScriptResult);
+    const syncShare = slowShare(sync.result as ScriptResult);
+    // Sync splits every epoch evenly, so the slow rank paces it; Cadence hands it less.
+    expect(syncShare).toBeCloseTo(0.5, 1);
+    expect(cadenceShare).toBeLessThan(syncShare - 0.1);
+  });
+
+  it("elastic: a trainStep that throws becomes the rank's death record, the survivors finish", async () => {
+    const { status, stderr, result } = await runScript({
+      mode: 'CpuCadence',
+      totalSamples: 480,
+      batchSize: 8,
+      numEpochs: 2,
+      elastic: true,
+      throwAt: { rank: 2, step: 6 },
+    });
+    expect(status, stderr).toBe(0);
+    const run = result as ScriptResult;
+    expect(run.lost.map((record) => record.rank)).toEqual([2]);
+    expect(run.lost[0]!.message).toContain('trainStep threw at epoch 0');
+    expect(run.lost[0]!.message).toContain('planned failure');
+    expect(run.metrics.map((metrics) => metrics.epoch)).toEqual([0, 1]);
+    expect(run.params.length).toBe(4);
+  });
+
+  it('refuses at formation a rank whose model factory built another model, naming both ranks', async () => {
+    const { status, stderr } = await runScript({
+      mode: 'CpuSync',
+      totalSamples: 240,
+      batchSize: 8,
+      numEpochs: 1,
+      hidden: [8, 9, 8],
+    });
+    expect(status).not.toBe(0);
+    expect(stderr).toMatch(/rank \d cannot join the run rank \d formed: its model differs in structure/);
+  });
 });
 
 const flodlBin = join(here, '..', '..', 'distributed', 'bin', 'flodl.mjs');

@@ -1,7 +1,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { checkOptions, FlodlError, invalidArgument } from '@flodl/tensor-native';
+import { checkNonNegativeInteger, checkOptions, FlodlError, invalidArgument } from '@flodl/tensor-native';
 import { renderPage } from './page.js';
 import { pageAssets } from './page-assets.js';
 import { saveReport } from './report.js';
@@ -88,7 +88,8 @@ function reply(
  * It binds 127.0.0.1 by default. On any other address a random token is made and printed with
  * the URL; a request without it (`?token=` or `Authorization: Bearer`) gets 401.
  *
- * @throws `ERR_INVALID_ARGUMENT` for bad options; `ERR_IO` when the port cannot be bound.
+ * @throws `ERR_INVALID_ARGUMENT` for bad options or when called in a rank (`FLODL_RANK` set);
+ *   `ERR_IO` when the port cannot be bound.
  * @example
  * ```ts
  * const dashboard = await startDashboard({ recorder, port: 8080 });
@@ -103,10 +104,18 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     host = '127.0.0.1',
     announce = console.log,
   } = checkOptions('startDashboard', options, OPTIONS);
+  // A rank trains (and may own a GPU); the page is served by the process that launched it.
+  if (process.env.FLODL_RANK !== undefined)
+    throw new FlodlError('ERR_INVALID_ARGUMENT', 'the dashboard runs in the launcher, not in a rank', {
+      op: 'startDashboard',
+      expected:
+        'a process without FLODL_RANK (start it in launch({ onServer }), or flodl launch --dashboard PORT)',
+      got: `rank ${process.env.FLODL_RANK}`,
+    });
   if (!recorder || typeof recorder.subscribe !== 'function')
     throw invalidArgument('startDashboard', 'recorder', 'a RunRecorder (observe(host).recorder)', recorder);
-  if (!Number.isSafeInteger(port) || port < 0 || port > 65_535)
-    throw invalidArgument('startDashboard', 'port', 'an integer port in [0, 65535]', port);
+  if (checkNonNegativeInteger('startDashboard', 'port', port) > 65_535)
+    throw invalidArgument('startDashboard', 'port', 'a TCP port in [0, 65535]', port);
   if (typeof host !== 'string' || host.length === 0)
     throw invalidArgument('startDashboard', 'host', 'an address to bind', host);
   const title = options.title ?? recorder.state.snapshot.run?.name ?? 'flodl run';

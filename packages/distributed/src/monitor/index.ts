@@ -6,6 +6,7 @@ export {
   isLoopback,
   startDashboard,
 } from './dashboard.js';
+export { type LocalEpoch, localEpochMetrics } from './local-epoch.js';
 export { exportMetricsCsv, type MetricsCsvOptions, type MetricsCsvTable, metricsCsv } from './metrics-csv.js';
 export { MetricsLog, type MetricsLogOptions, metricsLog, type RunInfo } from './metrics-log.js';
 export { type Observation, observe } from './observe.js';

@@ -51,6 +51,7 @@ export function observe(host: CoordinatorHost, recorder: RunRecorder | RunRecord
   const hostRounds = new Map<number, HostRound>();
   const reforms = new Map<string, number[]>();
   const learningRates = new Map<number, number>();
+  const dead = new Set<number>();
 
   const onNotice = (notice: CoordinatorNotice): void => {
     switch (notice.type) {
@@ -85,7 +86,9 @@ export function observe(host: CoordinatorHost, recorder: RunRecorder | RunRecord
       case 'Averaged': {
         const round = hostRounds.get(notice.version);
         hostRounds.delete(notice.version);
-        const accepted = round?.accepted ?? roundStarts.get(notice.version) ?? [];
+        // Collective modes: the round's ranks less those that died before it completed.
+        const accepted =
+          round?.accepted ?? (roundStarts.get(notice.version) ?? []).filter((rank) => !dead.has(rank));
         roundStarts.delete(notice.version);
         target.record({
           kind: 'round',
@@ -112,6 +115,7 @@ export function observe(host: CoordinatorHost, recorder: RunRecorder | RunRecord
         target.record({ kind: 'anchor', from: notice.from, to: notice.to });
         break;
       case 'RankDead': {
+        dead.add(notice.record.rank);
         const { t: _, ...death } = deathRecord(notice.record, 0);
         target.record(death);
         break;

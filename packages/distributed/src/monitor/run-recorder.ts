@@ -1,4 +1,4 @@
-import { checkOptions, invalidArgument } from '@flodl/tensor-native';
+import { checkOptions, checkPositiveInteger } from '@flodl/tensor-native';
 import { MetricsLog, type RunInfo } from './metrics-log.js';
 import { RunState } from './run-state.js';
 import type { MonitorRecord, MonitorRecordInput } from './schema.js';
@@ -45,10 +45,7 @@ export class RunRecorder {
   /** @throws `ERR_INVALID_ARGUMENT` for an unknown option or a bad `stepEvery`; `ERR_IO` when the log cannot be created. */
   constructor(options: RunRecorderOptions = {}) {
     checkOptions('RunRecorder', options, OPTIONS);
-    const stepEvery = options.stepEvery ?? 10;
-    if (!Number.isSafeInteger(stepEvery) || stepEvery < 1)
-      throw invalidArgument('RunRecorder', 'stepEvery', 'a positive integer', stepEvery);
-    this.#stepEvery = stepEvery;
+    this.#stepEvery = checkPositiveInteger('RunRecorder', 'stepEvery', options.stepEvery ?? 10);
     this.#clock = options.clock ?? Date.now;
     this.state = new RunState(options.limit === undefined ? {} : { limit: options.limit });
     this.#ownsLog = typeof options.log === 'string';

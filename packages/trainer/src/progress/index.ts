@@ -1,5 +1,6 @@
 // progress: the terminal display of a training run (a bar redrawn in place on a terminal, plain
 // lines every few seconds elsewhere), its text formatter and its ETA arithmetic.
+export { type PerRankEpochMetrics, rankViews } from './cluster.js';
 export {
   type EpochView,
   type EvalView,

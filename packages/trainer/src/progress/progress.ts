@@ -1,5 +1,5 @@
 import { isMainThread } from 'node:worker_threads';
-import { checkOptions, invalidArgument } from '@flodl/tensor-native';
+import { checkNumberInRange, checkOptions, invalidArgument } from '@flodl/tensor-native';
 import cliProgress from 'cli-progress';
 import {
   type EvalView,
@@ -238,12 +238,9 @@ export function createProgress(setting: ProgressSetting = true): Progress {
   if (setting === false) return OFF;
   const options = checkOptions('createProgress', setting === true ? {} : setting, OPTIONS);
   const { intervalMs = 5000, fps = 10, smoothing = 0.9, clock = () => performance.now() } = options;
-  if (typeof intervalMs !== 'number' || !(intervalMs >= 0))
-    throw invalidArgument('createProgress', 'intervalMs', 'a number of ms ≥ 0', intervalMs);
-  if (typeof fps !== 'number' || !(fps > 0))
-    throw invalidArgument('createProgress', 'fps', 'a number > 0', fps);
-  if (typeof smoothing !== 'number' || !(smoothing >= 0 && smoothing < 1))
-    throw invalidArgument('createProgress', 'smoothing', 'a number in [0, 1)', smoothing);
+  checkNumberInRange('createProgress', 'intervalMs', intervalMs, 0);
+  checkNumberInRange('createProgress', 'fps', fps, 1e-3);
+  checkNumberInRange('createProgress', 'smoothing', smoothing, 0, 1, { maximumExclusive: true });
   if (options.stream === undefined && !stdoutIsUsers()) return OFF;
   const stream = options.stream ?? process.stdout;
   if (typeof stream?.write !== 'function')

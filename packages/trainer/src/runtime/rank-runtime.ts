@@ -66,8 +66,6 @@ export interface RankRuntimeOptions<M extends AnyModule = AnyModule> {
   callbacks?: RuntimeCallbacks<M>;
   /** The rank's link to the coordinator; absent on a single device. */
   session?: DistributedSession;
-  /** Yield to the event loop after each step (this process also hosts the coordinator). Default false. */
-  yieldEachStep?: boolean;
 }
 
 /** One chunk report of a single-device run, as the coordinator would have received it. */
@@ -272,7 +270,6 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       this.#lastLr = lr;
       session.control.send({ type: 'LrUpdate', lr });
     }
-    if (this.#options.yieldEachStep) await new Promise((resolve) => setImmediate(resolve));
     await this.serviceControl();
     if (this.shutdownSeen) state.shutdown = true;
   }

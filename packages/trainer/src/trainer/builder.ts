@@ -5,7 +5,7 @@ import type { LRScheduler, Optimizer } from '@flodl/nn';
 import { checkOptions, type Device, FlodlError } from '@flodl/tensor-native';
 import type { EpochContext, RankRuntime } from '../runtime/rank-runtime.js';
 import type { AnyModule, ModelFactory, TrainingDataset, TrainStep } from '../runtime/types.js';
-import { runExternalRank } from './external-rank.js';
+import { runCoordinatorProcess, runExternalRank } from './external-rank.js';
 import { TrainerHandle } from './handle.js';
 import { runLauncher } from './launcher.js';
 import {
@@ -185,6 +185,10 @@ export class TrainerBuilder<M extends AnyModule = AnyModule> {
       runtime?.requestStop();
       if (role.kind === 'launcher') abort.abort();
     };
+    if (role.kind === 'coordinator') {
+      // This process only hosts the coordinator of an externally launched run.
+      return new TrainerHandle(role.rank.worldSize, [], () => runCoordinatorProcess(role.rank), stop);
+    }
     if (role.kind === 'rank') {
       return new TrainerHandle(
         role.worldSize,

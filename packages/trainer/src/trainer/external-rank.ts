@@ -1,16 +1,30 @@
 // A rank started by an external launcher (torchrun-style variables, SLURM): every process is
-// a rank, and rank 0 also hosts the coordinator on MASTER_ADDR:MASTER_PORT (the process group
-// of the collective modes rendezvouses on the next port).
-
-import { CoordinatorHost, PROCESS_GROUP_PORT_ENV, RunSettingsGate } from '@flodl/distributed';
+// a rank. Rank 0 also starts the coordinator on MASTER_ADDR:MASTER_PORT, in a process of its
+// own (the same entry script, in the coordinator role), so no blocking call of the rank (a
+// collective, a rendezvous) can stall it; the process group of the collective modes
+// rendezvouses on the next port.
+import { type ChildProcess, spawn } from 'node:child_process';
+import {
+  CoordinatorHost,
+  type CoordinatorNotice,
+  PROCESS_GROUP_PORT_ENV,
+  RunSettingsGate,
+} from '@flodl/distributed';
 import { ControlServer, secretFromHex } from '@flodl/distributed/wire';
+import { FlodlError } from '@flodl/tensor-native';
 import type { AnyModule } from '../runtime/types.js';
 import type { TrainedRun, TrainerHandle } from './handle.js';
 import { runClusterRank } from './rank-entry.js';
-import { externalRunSecret, type RankRole } from './role.js';
+import { COORDINATOR_ROLE_ENV, externalRunSecret, type RankRole } from './role.js';
 import type { RunSpec } from './spec.js';
 
-/** @internal Runs this externally launched rank (and, on rank 0, the coordinator). */
+/** What the coordinator process tells rank 0 over IPC. */
+type CoordinatorReport =
+  | { type: 'listening' }
+  | { type: 'notice'; notice: CoordinatorNotice }
+  | { type: 'failed'; message: string };
+
+/** @internal Runs this externally launched rank (and, on rank 0, starts the coordinator). */
 export async function runExternalRank<M extends AnyModule>(
   spec: RunSpec<M>,
   role: RankRole,
@@ -27,39 +41,92 @@ export async function runExternalRank<M extends AnyModule>(
     FLODL_MODE: spec.options.mode,
     [PROCESS_GROUP_PORT_ENV]: process.env[PROCESS_GROUP_PORT_ENV] ?? String(coordinator.port + 1),
   });
-  let server: ControlServer | undefined;
+  const child = role.rank === 0 ? await startCoordinator(handle) : undefined;
+  try {
+    return await runClusterRank(spec, role);
+  } finally {
+    if (child) await stopCoordinator(child);
+  }
+}
+
+/** Starts the coordinator process and resolves once it listens. */
+function startCoordinator(handle: TrainerHandle): Promise<ChildProcess> {
+  const script = process.argv[1] as string;
+  const child = spawn(process.execPath, [...process.execArgv, script, ...process.argv.slice(2)], {
+    env: { ...process.env, [COORDINATOR_ROLE_ENV]: '1' },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  return new Promise((resolve, reject) => {
+    child.on('message', (report: CoordinatorReport) => {
+      if (report.type === 'listening') resolve(child);
+      else if (report.type === 'failed') {
+        reject(
+          new FlodlError('ERR_IO', `the coordinator could not start: ${report.message}`, {
+            op: 'Trainer.run',
+          }),
+        );
+      } else if (report.notice.type === 'EpochMetrics') handle.pushMetrics(report.notice.metrics);
+      else if (report.notice.type === 'EvalResult' && report.notice.error === undefined) {
+        handle.pushEval(report.notice.epoch, report.notice.metric);
+      }
+    });
+    child.once('exit', (code) =>
+      reject(
+        new FlodlError('ERR_IO', `the coordinator process exited (code ${code}) before listening`, {
+          op: 'Trainer.run',
+        }),
+      ),
+    );
+  });
+}
+
+/** Waits (bounded) for the coordinator to see the run out, then stops it. */
+async function stopCoordinator(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/**
+ * @internal The coordinator process of an externally launched run: hosts the ControlServer and
+ * the coordinator host, reports notices to rank 0, and exits once the run finished and every
+ * rank hung up (or when rank 0 goes away).
+ */
+export async function runCoordinatorProcess(role: RankRole): Promise<never> {
+  const coordinator = role.coordinator as { host: string; port: number };
+  const report = (message: CoordinatorReport): void => {
+    process.send?.(message);
+  };
+  process.on('disconnect', () => process.exit(0)); // rank 0 is gone: so is its run
   let host: CoordinatorHost | undefined;
-  if (role.rank === 0) {
+  let server: ControlServer;
+  try {
     const gate = new RunSettingsGate();
     server = await ControlServer.listen({
-      secret: secretFromHex(secret, 'FLODL_SECRET'),
+      secret: secretFromHex(externalRunSecret(role), 'FLODL_SECRET'),
       worldSize: role.worldSize,
       host: coordinator.host,
       port: coordinator.port,
       admit: (hello) => gate.admit(hello),
     });
-    CoordinatorHost.attachFromRanks(server, {
-      onAttached: (attached) => {
-        host = attached;
-      },
-      onNotice: (notice) => {
-        if (notice.type === 'EpochMetrics') handle.pushMetrics(notice.metrics);
-        else if (notice.type === 'EvalResult' && notice.error === undefined)
-          handle.pushEval(notice.epoch, notice.metric);
-      },
-    });
+  } catch (error) {
+    report({ type: 'failed', message: error instanceof Error ? error.message : String(error) });
+    process.exit(1);
   }
-  try {
-    return await runClusterRank(spec, role, role.rank === 0);
-  } finally {
-    if (server) {
-      // Let the other ranks finish their shutdown before the coordinator goes away.
-      const deadline = Date.now() + 10_000;
-      while (server.connectedRanks().length > 0 && Date.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-      host?.detach();
-      await server.close({ timeoutMs: 1000 });
-    }
+  CoordinatorHost.attachFromRanks(server, {
+    onAttached: (attached) => {
+      host = attached;
+    },
+    onNotice: (notice) => report({ type: 'notice', notice }),
+  });
+  report({ type: 'listening' });
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    if (host?.finished && server.connectedRanks().length === 0) break;
   }
+  host?.detach();
+  await server.close({ timeoutMs: 1000 });
+  process.exit(0);
 }

@@ -69,7 +69,6 @@ export function runSettingsFor<M extends AnyModule>(spec: RunSpec<M>, model: M):
 export async function runClusterRank<M extends AnyModule>(
   spec: RunSpec<M>,
   role: RankRole,
-  hostsCoordinator = false,
 ): Promise<TrainedRun> {
   installDeathRecord();
   let runtime: RankRuntime<M> | undefined;
@@ -110,7 +109,6 @@ export async function runClusterRank<M extends AnyModule>(
       ...(options.prefetch === undefined ? {} : { prefetch: options.prefetch }),
       ...(options.resident === undefined ? {} : { resident: options.resident }),
       callbacks: callbacksOf(spec),
-      yieldEachStep: hostsCoordinator,
     });
     for (const message of early) runtime.receive(message);
     for (;;) {

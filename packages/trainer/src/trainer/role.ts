@@ -4,6 +4,9 @@
 import { createHash } from 'node:crypto';
 import { type Device, FlodlError } from '@flodl/tensor-native';
 
+/** Set in the coordinator process that rank 0 of an externally launched run starts. */
+export const COORDINATOR_ROLE_ENV = 'FLODL_TRAINER_COORDINATOR';
+
 /** Environment variable with the rank devices a Trainer's launcher hands its ranks. */
 export const TRAINER_DEVICES_ENV = 'FLODL_TRAINER_DEVICES';
 
@@ -20,7 +23,11 @@ export interface RankRole {
   coordinator?: { host: string; port: number };
 }
 
-export type ProcessRole = RankRole | { kind: 'launcher' } | { kind: 'single' };
+export type ProcessRole =
+  | RankRole
+  | { kind: 'coordinator'; rank: RankRole }
+  | { kind: 'launcher' }
+  | { kind: 'single' };
 
 /**
  * The role of this process for a run on `devices`.
@@ -31,6 +38,10 @@ export function detectRole(
   devices: readonly Device[],
   environment: NodeJS.ProcessEnv = process.env,
 ): ProcessRole {
+  if (environment[COORDINATOR_ROLE_ENV] === '1') {
+    const external = externalRank(environment, devices);
+    if (external) return { kind: 'coordinator', rank: external };
+  }
   if (environment.FLODL_RANK !== undefined) {
     const rank = integer(environment, 'FLODL_RANK');
     const worldSize = integer(environment, 'FLODL_WORLD_SIZE');

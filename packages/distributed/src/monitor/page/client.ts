@@ -1,7 +1,9 @@
-// The dashboard page (browser code, bundled with uPlot into one script by esbuild): folds the run's
-// records with the same RunState the launcher keeps, and draws the charts, the rank table and the
-// timeline. Live pages read /state.json, then one record per Server-Sent Event; a saved report
-// carries its state. Each chart's element says how many points it holds (data-points).
+/// <reference lib="dom" />
+// The dashboard page, browser code: esbuild bundles it with uPlot into one script (the package's
+// declaration build leaves it out; the DOM types come from the reference above). It folds the
+// run's records with the same RunState the launcher keeps, and draws the charts, the rank table
+// and the timeline. Live pages get the state, then one record per Server-Sent Event; a saved
+// report carries its state. Each chart's element says how many points it holds (data-points).
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import './style.css';

@@ -174,63 +174,7 @@ export class TrainerBuilder<M extends AnyModule = AnyModule> {
    * @throws FlodlError ERR_INVALID_ARGUMENT for missing, bad or contradictory options (before anything starts)
    */
   run(): TrainerHandle {
-    const spec = this.#spec();
-    const options = spec.options;
-    const role = detectRole(options.devices);
-    const abort = new AbortController();
-    let runtime: RankRuntime<M> | undefined;
-    let stopped = false;
-    const stop = (): void => {
-      stopped = true;
-      runtime?.requestStop();
-      if (role.kind === 'launcher') abort.abort();
-    };
-    if (role.kind === 'coordinator') {
-      // This process only hosts the coordinator of an externally launched run.
-      return new TrainerHandle(role.rank.worldSize, [], () => runCoordinatorProcess(role.rank), stop);
-    }
-    if (role.kind === 'rank') {
-      return new TrainerHandle(
-        role.worldSize,
-        [role.device],
-        async (handle) => {
-          if (role.launchedBy === 'external') return runExternalRank(spec, role, handle);
-          try {
-            await runClusterRank(spec, role);
-          } catch (error) {
-            process.stderr.write(
-              `${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-            );
-            process.exit(1);
-          }
-          // A rank started by a launcher is done: the launcher reads its state.
-          process.exit(0);
-        },
-        stop,
-      );
-    }
-    if (role.kind === 'launcher') {
-      return new TrainerHandle(
-        options.devices.length,
-        options.devices,
-        (handle) => runLauncher(spec, handle, abort.signal),
-        stop,
-      );
-    }
-    return new TrainerHandle(
-      1,
-      options.devices,
-      (handle) =>
-        runSingleDevice(
-          spec,
-          handle,
-          () => stopped,
-          (created) => {
-            runtime = created;
-          },
-        ),
-      stop,
-    );
+    return startRun(this.#spec());
   }
 
   /** @internal The checked run description (`run` and `intoWorker`). */
@@ -260,4 +204,67 @@ export class TrainerBuilder<M extends AnyModule = AnyModule> {
     this.#options[key] = value;
     return this;
   }
+}
+
+/**
+ * Starts the run `spec` describes, in the role this process plays (single device, launcher,
+ * a rank, or the coordinator of an externally launched run), and returns its handle.
+ */
+export function startRun<M extends AnyModule>(spec: RunSpec<M>): TrainerHandle {
+  const options = spec.options;
+  const role = detectRole(options.devices);
+  const abort = new AbortController();
+  let runtime: RankRuntime<M> | undefined;
+  let stopped = false;
+  const stop = (): void => {
+    stopped = true;
+    runtime?.requestStop();
+    if (role.kind === 'launcher') abort.abort();
+  };
+  if (role.kind === 'coordinator') {
+    // This process only hosts the coordinator of an externally launched run.
+    return new TrainerHandle(role.rank.worldSize, [], () => runCoordinatorProcess(role.rank), stop);
+  }
+  if (role.kind === 'rank') {
+    return new TrainerHandle(
+      role.worldSize,
+      [role.device],
+      async (handle) => {
+        if (role.launchedBy === 'external') return runExternalRank(spec, role, handle);
+        try {
+          await runClusterRank(spec, role);
+        } catch (error) {
+          process.stderr.write(
+            `${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+          );
+          process.exit(1);
+        }
+        // A rank started by a launcher is done: the launcher reads its state.
+        process.exit(0);
+      },
+      stop,
+    );
+  }
+  if (role.kind === 'launcher') {
+    return new TrainerHandle(
+      options.devices.length,
+      options.devices,
+      (handle) => runLauncher(spec, handle, abort.signal),
+      stop,
+    );
+  }
+  return new TrainerHandle(
+    1,
+    options.devices,
+    (handle) =>
+      runSingleDevice(
+        spec,
+        handle,
+        () => stopped,
+        (created) => {
+          runtime = created;
+        },
+      ),
+    stop,
+  );
 }

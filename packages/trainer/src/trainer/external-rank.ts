@@ -24,12 +24,16 @@ type CoordinatorReport =
   | { type: 'notice'; notice: CoordinatorNotice }
   | { type: 'failed'; message: string };
 
-/** @internal Runs this externally launched rank (and, on rank 0, starts the coordinator). */
-export async function runExternalRank<M extends AnyModule>(
-  spec: RunSpec<M>,
+/**
+ * Prepares this externally launched rank: the flodl rank variables from the torchrun-style /
+ * SLURM ones and, on rank 0, the coordinator process (its notices go to `onNotice`). `stop`
+ * waits for the coordinator to see the run out.
+ */
+export async function prepareExternalRank(
   role: RankRole,
-  handle: TrainerHandle,
-): Promise<TrainedRun> {
+  mode: string,
+  onNotice: (notice: CoordinatorNotice) => void = () => undefined,
+): Promise<{ stop(): Promise<void> }> {
   const coordinator = role.coordinator as { host: string; port: number };
   const secret = externalRunSecret(role);
   Object.assign(process.env, {
@@ -38,19 +42,33 @@ export async function runExternalRank<M extends AnyModule>(
     FLODL_WORLD_SIZE: String(role.worldSize),
     FLODL_COORDINATOR: `${coordinator.host}:${coordinator.port}`,
     FLODL_SECRET: secret,
-    FLODL_MODE: spec.options.mode,
+    FLODL_MODE: mode,
     [PROCESS_GROUP_PORT_ENV]: process.env[PROCESS_GROUP_PORT_ENV] ?? String(coordinator.port + 1),
   });
-  const child = role.rank === 0 ? await startCoordinator(handle) : undefined;
+  const child = role.rank === 0 ? await startCoordinator(onNotice) : undefined;
+  return { stop: async () => (child ? stopCoordinator(child) : undefined) };
+}
+
+/** @internal Runs this externally launched rank (and, on rank 0, starts the coordinator). */
+export async function runExternalRank<M extends AnyModule>(
+  spec: RunSpec<M>,
+  role: RankRole,
+  handle: TrainerHandle,
+): Promise<TrainedRun> {
+  const prepared = await prepareExternalRank(role, spec.options.mode, (notice) => {
+    if (notice.type === 'EpochMetrics') handle.pushMetrics(notice.metrics);
+    else if (notice.type === 'EvalResult' && notice.error === undefined)
+      handle.pushEval(notice.epoch, notice.metric);
+  });
   try {
     return await runClusterRank(spec, role);
   } finally {
-    if (child) await stopCoordinator(child);
+    await prepared.stop();
   }
 }
 
 /** Starts the coordinator process and resolves once it listens. */
-function startCoordinator(handle: TrainerHandle): Promise<ChildProcess> {
+function startCoordinator(onNotice: (notice: CoordinatorNotice) => void): Promise<ChildProcess> {
   const script = process.argv[1] as string;
   const child = spawn(process.execPath, [...process.execArgv, script, ...process.argv.slice(2)], {
     env: { ...process.env, [COORDINATOR_ROLE_ENV]: '1' },
@@ -65,10 +83,7 @@ function startCoordinator(handle: TrainerHandle): Promise<ChildProcess> {
             op: 'Trainer.run',
           }),
         );
-      } else if (report.notice.type === 'EpochMetrics') handle.pushMetrics(report.notice.metrics);
-      else if (report.notice.type === 'EvalResult' && report.notice.error === undefined) {
-        handle.pushEval(report.notice.epoch, report.notice.metric);
-      }
+      } else onNotice(report.notice);
     });
     child.once('exit', (code) =>
       reject(

@@ -1,5 +1,6 @@
 // The managed Trainer.
-export { TrainerBuilder } from './builder.js';
+export { startRun, TrainerBuilder } from './builder.js';
+export { prepareExternalRank } from './external-rank.js';
 export { type TrainedRun, TrainerHandle } from './handle.js';
 export {
   defaultDevices,
@@ -9,7 +10,15 @@ export {
   TRAINER_OPTION_KEYS,
   type TrainerOptions,
 } from './options.js';
-export { runSettingsFor, TRACE_DIR_ENV, trainedStatePath, writeTrainedState } from './rank-entry.js';
+export {
+  type ClusterRank,
+  joinClusterRank,
+  runSettingsFor,
+  TRACE_DIR_ENV,
+  trainedStatePath,
+  writeTrainedState,
+} from './rank-entry.js';
 export { detectRole, firstSlurmHost, type ProcessRole, type RankRole, TRAINER_DEVICES_ENV } from './role.js';
-export type { OptimizerFactory } from './spec.js';
+export { createSingleRuntime } from './single-device.js';
+export type { OptimizerFactory, RunSpec } from './spec.js';
 export { Trainer } from './trainer.js';

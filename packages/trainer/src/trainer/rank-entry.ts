@@ -62,71 +62,113 @@ export function runSettingsFor<M extends AnyModule>(spec: RunSpec<M>, model: M):
   };
 }
 
+/** A joined cluster rank: its runtime (bound to the coordinator) and how to end it cleanly. */
+export interface ClusterRank<M extends AnyModule = AnyModule> {
+  readonly runtime: RankRuntime<M>;
+  /**
+   * Ends the rank cleanly: its final state (CPU copies) is written for the launcher, the
+   * session says Exiting and closes, the runtime is freed. Idempotent.
+   */
+  finish(): Promise<TrainedState>;
+}
+
 /**
- * @internal Runs this process's rank to the end. A failure writes the rank's death record
- * and is rethrown (flodl-launched ranks then exit non-zero, unblocking their peers).
+ * Builds this rank's model (seeded like every rank), joins the coordinator announcing the
+ * run settings and the model's signature, and returns the rank runtime bound to it. Both
+ * tiers start here: the managed rank loop and the cooperative Worker.
+ *
+ * @throws FlodlError when the coordinator refuses the rank (settings or model differ) or
+ *   cannot be reached
+ */
+export async function joinClusterRank<M extends AnyModule>(
+  spec: RunSpec<M>,
+  role: RankRole,
+): Promise<ClusterRank<M>> {
+  const options = spec.options;
+  const { model, optimizer } = buildRank(spec, role.device);
+  const early: CoordinatorMessage[] = [];
+  const trace = process.env[TRACE_DIR_ENV];
+  let runtime: RankRuntime<M> | undefined;
+  const session = await DistributedSession.join(model, {
+    ...(trace
+      ? {
+          onAveraged: (event) =>
+            appendFileSync(
+              join(trace, `rounds-rank${role.rank}.jsonl`),
+              `${JSON.stringify({ version: event.version, steps: event.steps, digest: modelSignature(model).values })}\n`,
+            ),
+        }
+      : {}),
+    mode: options.mode,
+    capabilities: encodeRunSettings(runSettingsFor(spec, model)),
+    timeoutMs: options.timeoutMs ?? 60_000,
+    onControl: (message) => (runtime ? runtime.receive(message) : early.push(message)),
+  });
+  const scheduler = options.scheduler?.(optimizer, role.worldSize);
+  const created = new RankRuntime<M>({
+    model,
+    optimizer,
+    dataset: options.dataset,
+    batchSize: options.batchSize,
+    seed: options.seed,
+    device: role.device,
+    rank: role.rank,
+    worldSize: role.worldSize,
+    session,
+    lrScale: 1 + (role.worldSize - 1) * (options.lrScaleRatio ?? 0),
+    ...(options.maxGradNorm === undefined ? {} : { maxGradNorm: options.maxGradNorm }),
+    ...(scheduler ? { scheduler } : {}),
+    ...(options.prefetch === undefined ? {} : { prefetch: options.prefetch }),
+    ...(options.resident === undefined ? {} : { resident: options.resident }),
+    callbacks: callbacksOf(spec),
+  });
+  runtime = created;
+  for (const message of early) created.receive(message);
+  let finished: Promise<TrainedState> | undefined;
+  return {
+    runtime: created,
+    finish: () => {
+      finished ??= (async () => {
+        try {
+          const state = created.finalState();
+          const directory = process.env[RECORD_DIR_ENV];
+          if (directory) writeTrainedState(trainedStatePath(directory, role.rank), state);
+          await session.finish();
+          return state;
+        } finally {
+          created.dispose();
+        }
+      })();
+      return finished;
+    },
+  };
+}
+
+/**
+ * @internal Runs this process's rank to the end (the managed tier). A failure writes the
+ * rank's death record and is rethrown (flodl-launched ranks then exit non-zero, unblocking
+ * their peers).
  */
 export async function runClusterRank<M extends AnyModule>(
   spec: RunSpec<M>,
   role: RankRole,
 ): Promise<TrainedRun> {
   installDeathRecord();
-  let runtime: RankRuntime<M> | undefined;
+  let rank: ClusterRank<M> | undefined;
   try {
-    const options = spec.options;
-    const { model, optimizer } = buildRank(spec, role.device);
-    const early: CoordinatorMessage[] = [];
-    const trace = process.env[TRACE_DIR_ENV];
-    const session = await DistributedSession.join(model, {
-      ...(trace
-        ? {
-            onAveraged: (event) =>
-              appendFileSync(
-                join(trace, `rounds-rank${role.rank}.jsonl`),
-                `${JSON.stringify({ version: event.version, steps: event.steps, digest: modelSignature(model).values })}\n`,
-              ),
-          }
-        : {}),
-      mode: options.mode,
-      capabilities: encodeRunSettings(runSettingsFor(spec, model)),
-      timeoutMs: options.timeoutMs ?? 60_000,
-      onControl: (message) => (runtime ? runtime.receive(message) : early.push(message)),
-    });
-    const scheduler = options.scheduler?.(optimizer, role.worldSize);
-    runtime = new RankRuntime<M>({
-      model,
-      optimizer,
-      dataset: options.dataset,
-      batchSize: options.batchSize,
-      seed: options.seed,
-      device: role.device,
-      rank: role.rank,
-      worldSize: role.worldSize,
-      session,
-      lrScale: 1 + (role.worldSize - 1) * (options.lrScaleRatio ?? 0),
-      ...(options.maxGradNorm === undefined ? {} : { maxGradNorm: options.maxGradNorm }),
-      ...(scheduler ? { scheduler } : {}),
-      ...(options.prefetch === undefined ? {} : { prefetch: options.prefetch }),
-      ...(options.resident === undefined ? {} : { resident: options.resident }),
-      callbacks: callbacksOf(spec),
-    });
-    for (const message of early) runtime.receive(message);
+    rank = await joinClusterRank(spec, role);
+    const { runtime } = rank;
     for (;;) {
       const plan = await runtime.waitForEpochPlan();
       if (!plan) break;
       await runtime.fireEpochCallback(plan.epoch);
       if (await runtime.runEpochPlan(plan, spec.trainStep)) break;
     }
-    const state = runtime.finalState();
-    const directory = process.env[RECORD_DIR_ENV];
-    if (directory) writeTrainedState(trainedStatePath(directory, role.rank), state);
-    await session.finish();
-    return { ...state, lost: [] };
+    return { ...(await rank.finish()), lost: [] };
   } catch (error) {
     writeDeathRecord(error);
+    rank?.runtime.dispose();
     throw error;
-  } finally {
-    runtime?.dispose();
   }
 }
 

@@ -2,19 +2,20 @@
 // checkpoint and eval after it.
 
 import { aggregateEpochMetrics } from '@flodl/distributed/coordinator';
+import type { Optimizer } from '@flodl/nn';
 import { RankRuntime } from '../runtime/rank-runtime.js';
 import type { AnyModule } from '../runtime/types.js';
 import { buildRank, callbacksOf, warnCallback } from './build-rank.js';
 import type { TrainedRun, TrainerHandle } from './handle.js';
 import type { RunSpec } from './spec.js';
 
-/** @internal Trains `spec` on its one device; resolves with the final state. */
-export async function runSingleDevice<M extends AnyModule>(
+/**
+ * The rank runtime of a single-device run (rank 0 of 1, no coordinator), with the model and
+ * optimizer it built: the managed loop and the cooperative Worker drive it alike.
+ */
+export function createSingleRuntime<M extends AnyModule>(
   spec: RunSpec<M>,
-  handle: TrainerHandle,
-  stopped: () => boolean,
-  onRuntime: (runtime: RankRuntime<M>) => void,
-): Promise<TrainedRun> {
+): { runtime: RankRuntime<M>; model: M; optimizer: Optimizer } {
   const options = spec.options;
   const device = options.devices[0] ?? 'cpu';
   const { model, optimizer } = buildRank(spec, device);
@@ -32,6 +33,19 @@ export async function runSingleDevice<M extends AnyModule>(
     ...(options.resident === undefined ? {} : { resident: options.resident }),
     callbacks: callbacksOf(spec),
   });
+  return { runtime, model, optimizer };
+}
+
+/** @internal Trains `spec` on its one device; resolves with the final state. */
+export async function runSingleDevice<M extends AnyModule>(
+  spec: RunSpec<M>,
+  handle: TrainerHandle,
+  stopped: () => boolean,
+  onRuntime: (runtime: RankRuntime<M>) => void,
+): Promise<TrainedRun> {
+  const options = spec.options;
+  const { runtime, model, optimizer } = createSingleRuntime(spec);
+  const device = runtime.device;
   onRuntime(runtime);
   const deviceIndex = device.startsWith('cuda') ? Number(device.split(':')[1] ?? 0) : 0;
   try {

@@ -1,0 +1,81 @@
+// The Trainer of the cooperative package: the managed builder plus `intoWorker()`.
+import { installDeathRecord, writeDeathRecord } from '@flodl/distributed';
+import {
+  type AnyModule,
+  createSingleRuntime,
+  detectRole,
+  joinClusterRank,
+  type ModelFactory,
+  type OptimizerFactory,
+  prepareExternalRank,
+  startRun,
+  TrainerBuilder,
+  type TrainStep,
+} from '@flodl/trainer';
+import { Worker } from './worker.js';
+
+/** The managed builder with the cooperative terminal `intoWorker()`. */
+export class CooperativeTrainerBuilder<M extends AnyModule = AnyModule> extends TrainerBuilder<M> {
+  /**
+   * Forms this process's {@link Worker}: on one device a Worker over the whole dataset; in a
+   * rank process (under `flodl launch`, a Trainer launcher, torchrun-style or SLURM variables)
+   * the rank joins the coordinator and the Worker follows it. With several devices and no
+   * launcher around, this process becomes the launcher: it starts one rank per device running
+   * this same script, waits for the run, and exits (it never gets a Worker).
+   *
+   * The `trainStep` given to the builder is not called: the loop does the forward.
+   *
+   * @throws FlodlError ERR_INVALID_ARGUMENT for missing, bad or contradictory options
+   */
+  async intoWorker(): Promise<Worker<M>> {
+    const spec = this.resolveSpec();
+    const role = detectRole(spec.options.devices);
+    if (role.kind === 'single') {
+      const { runtime } = createSingleRuntime(spec);
+      return new Worker<M>({
+        kind: 'single',
+        runtime,
+        numEpochs: spec.options.numEpochs,
+        release: () => runtime.dispose(),
+      });
+    }
+    if (role.kind === 'rank') {
+      installDeathRecord();
+      try {
+        const prepared =
+          role.launchedBy === 'external' ? await prepareExternalRank(role, spec.options.mode) : undefined;
+        const rank = await joinClusterRank(spec, role);
+        return new Worker<M>({ kind: 'cluster', rank, afterFinish: async () => prepared?.stop() });
+      } catch (error) {
+        writeDeathRecord(error);
+        throw error;
+      }
+    }
+    // The launcher, or the coordinator of an externally launched run: the run happens elsewhere.
+    const handle = startRun(spec);
+    try {
+      const run = await handle.join();
+      for (const lost of run.lost) process.stderr.write(`flodl: lost rank ${lost.rank}: ${lost.message}\n`);
+      process.exit(0);
+    } catch (error) {
+      process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+      process.exit(1);
+    }
+  }
+}
+
+/**
+ * The training tiers from one import: `Trainer.builder(...).run()` (managed) and
+ * `Trainer.builder(...).intoWorker()` (cooperative: the loop is yours).
+ *
+ * floDl: `Trainer::builder(model_factory, optim_factory, train_fn)`.
+ */
+export const Trainer = {
+  builder<M extends AnyModule>(
+    modelFactory: ModelFactory<M>,
+    optimizerFactory: OptimizerFactory,
+    trainStep: TrainStep<M>,
+  ): CooperativeTrainerBuilder<M> {
+    return new CooperativeTrainerBuilder(modelFactory, optimizerFactory, trainStep);
+  },
+};

@@ -1,0 +1,294 @@
+// The cooperative Worker: the user writes the training loop; the coordinator stays in charge of
+// cadence, partitioning, averaging, callbacks and membership (floDl's cooperative tier).
+import type { EpochMetrics, EpochPlan } from '@flodl/distributed';
+import { writeDeathRecord } from '@flodl/distributed';
+import { beginScope, endScope, FlodlError, type ScopeHandle, type Tensor, tidy } from '@flodl/tensor-native';
+import type { AnyModule, Batch, ClusterRank, EpochState, RankRuntime, TrainedState } from '@flodl/trainer';
+
+/** What `step` reports: whether the coordinator ended the run (leave the loop). */
+export interface StepOutcome {
+  shutdown: boolean;
+}
+
+/** @internal How a Worker was formed. */
+export type WorkerLink<M extends AnyModule> =
+  | { kind: 'single'; runtime: RankRuntime<M>; numEpochs: number; release: () => void }
+  | { kind: 'cluster'; rank: ClusterRank<M>; afterFinish: () => Promise<void> };
+
+const OP = 'Worker';
+
+/**
+ * One rank's handle on a cooperative run: the user owns the loop body (forward, loss,
+ * `backward()`), the framework owns the tail (`step`: clipping, the LR schedule, the optimizer
+ * step, zero-grad, timing, and any averaging the coordinator asks for) and everything the
+ * coordinator decides (which samples, when to average, who evaluates or checkpoints). The
+ * cohort is presented as one trainer: there is no rank or device in this API.
+ *
+ * @example
+ * ```ts
+ * const worker = await Trainer.builder(modelFactory, optimizerFactory, trainStep)
+ *   .dataset(train).batchSize(64).numEpochs(5).intoWorker();
+ * let plan;
+ * while ((plan = await worker.nextPlan())) {
+ *   let batch;
+ *   while ((batch = await worker.nextBatch())) {
+ *     const loss = crossEntropy(worker.model.forward(batch.at(0)), batch.at(1));
+ *     loss.backward();
+ *     if ((await worker.step(loss)).shutdown) break;
+ *   }
+ * }
+ * const state = await worker.finish();
+ * ```
+ * floDl: `Trainer::builder(..).into_worker()` → `Worker`.
+ */
+export class Worker<M extends AnyModule = AnyModule> {
+  readonly #link: WorkerLink<M>;
+  readonly #runtime: RankRuntime<M>;
+  #state: EpochState | undefined;
+  #pendingPlan: EpochPlan | undefined;
+  #inFlight: Batch | undefined;
+  #scope: ScopeHandle | undefined;
+  #computeStart: number | undefined;
+  #nextEpoch = 0;
+  #shutdown = false;
+  #finished = false;
+  #finishing: Promise<TrainedState> | undefined;
+  readonly #guard: (() => void) | undefined;
+
+  /** @internal Use `Trainer.builder(...).intoWorker()`. */
+  constructor(link: WorkerLink<M>) {
+    this.#link = link;
+    this.#runtime = link.kind === 'single' ? link.runtime : link.rank.runtime;
+    if (link.kind === 'cluster') {
+      this.#runtime.enableMetricsStream();
+      this.#runtime.enableEvalStream();
+      this.#guard = armDeathGuard(() => this.#finished);
+    }
+  }
+
+  /** The rank's model (train your forward on it). */
+  get model(): M {
+    return this.#runtime.model;
+  }
+
+  /**
+   * The next plan (an epoch, or one chunk of it under Cadence/Async dispatch: the same
+   * `epoch` can repeat), or `null` once the run is over (and from then on). Fires the elected
+   * rank's `epochFn` on an epoch change; closes a plan the loop left undrained.
+   */
+  async nextPlan(): Promise<EpochPlan | null> {
+    this.#checkOpen('nextPlan');
+    if (this.#shutdown) return null;
+    this.#closeOpenPlan();
+    this.#pendingPlan = undefined;
+    this.#computeStart = undefined;
+    let plan: EpochPlan | undefined;
+    if (this.#link.kind === 'single') {
+      if (this.#nextEpoch < this.#link.numEpochs) {
+        plan = { epoch: this.#nextEpoch, partitionOffset: 0, partitionSize: this.#runtime.totalSamples };
+        this.#nextEpoch += 1;
+      }
+    } else {
+      plan = await this.#runtime.waitForEpochPlan();
+      if (plan) await this.#runtime.fireEpochCallback(plan.epoch);
+      else this.#shutdown = true;
+    }
+    this.#pendingPlan = plan;
+    return plan ?? null;
+  }
+
+  /**
+   * The next batch of the current plan, on the rank's device, or `null` at the plan's end
+   * (its report is sent then). The batch and every tensor the loop body creates until `step`
+   * (activations, the loss) are freed by `step` (or the next `nextBatch`): `keep()` what must
+   * outlive the step.
+   */
+  async nextBatch(): Promise<Batch | null> {
+    this.#checkOpen('nextBatch');
+    this.#releaseBatch();
+    if (!this.#state) {
+      const plan = this.#pendingPlan;
+      if (!plan) return null;
+      this.#pendingPlan = undefined;
+      this.#state = this.#runtime.beginEpoch(plan);
+    }
+    const state = this.#state;
+    const batch = this.#runtime.nextBatch(state);
+    if (!batch) {
+      this.#state = undefined;
+      if (state.shutdown) this.#shutdown = true;
+      else this.#runtime.endEpoch(state);
+      return null;
+    }
+    this.#runtime.syncBeforeForward();
+    this.#inFlight = batch;
+    // The loop body's tensors (activations, the loss) are freed at step(): keep() what must outlive it.
+    this.#scope = beginScope('Worker step');
+    this.#computeStart = performance.now();
+    return batch;
+  }
+
+  /**
+   * The framework-owned tail of a step, after the loop's `loss.backward()`: clip, LR, optimizer
+   * step, zero-grad, counters, the timing report, and whatever the coordinator asked for
+   * meanwhile (an averaging round runs here, never by the loop's hand).
+   *
+   * @throws FlodlError ERR_INVALID_ARGUMENT when no batch is in flight (call `nextBatch()` first)
+   *   or `loss` is not the loss tensor
+   */
+  async step(loss: Tensor): Promise<StepOutcome> {
+    this.#checkOpen('step');
+    const state = this.#state;
+    if (!state || this.#computeStart === undefined) {
+      throw new FlodlError('ERR_INVALID_ARGUMENT', 'Worker.step called with no batch in flight', {
+        op: `${OP}.step`,
+        expected: 'worker.nextBatch() first, then forward, backward, step(loss)',
+        got: 'no batch',
+      });
+    }
+    if (typeof loss !== 'object' || loss === null || typeof (loss as Tensor).item !== 'function') {
+      throw new FlodlError('ERR_INVALID_ARGUMENT', 'Worker.step needs the loss tensor', {
+        op: `${OP}.step`,
+        expected: 'the scalar loss you called backward() on',
+        got: loss === null ? 'null' : typeof loss,
+      });
+    }
+    const value = loss.item() as number;
+    tidy(() => this.#runtime.optimizerStepAndBookkeep());
+    const ms = performance.now() - this.#computeStart;
+    this.#computeStart = undefined;
+    this.#releaseBatch();
+    await this.#runtime.afterStep(state, value, ms);
+    if (state.shutdown) this.#shutdown = true;
+    return { shutdown: state.shutdown };
+  }
+
+  /**
+   * Ends this rank's part: closes a plan in flight and returns the final state (CPU tensors,
+   * parameter order). On a cluster it says Exiting to the coordinator; the process is then
+   * done with the run. Idempotent.
+   */
+  finish(): Promise<TrainedState> {
+    this.#finishing ??= (async () => {
+      this.#releaseBatch();
+      this.#closeOpenPlan();
+      const link = this.#link;
+      if (link.kind === 'single') {
+        try {
+          return this.#runtime.finalState();
+        } finally {
+          link.release();
+          this.#finished = true;
+        }
+      }
+      const state = await link.rank.finish();
+      this.#finished = true;
+      this.#guard?.();
+      await link.afterFinish();
+      return state;
+    })();
+    return this.#finishing;
+  }
+
+  /** The latest epoch the coordinator aggregated (`undefined` on a single device). */
+  epochMetrics(): EpochMetrics | undefined {
+    return this.#runtime.latestMetrics;
+  }
+
+  /** Every aggregated epoch since the last call, oldest first (always empty on a single device). */
+  pollMetrics(): EpochMetrics[] {
+    return this.#runtime.takeMetrics();
+  }
+
+  /** The elected rank's eval results since the last call, `[epoch, metric]` (epoch 1-based). */
+  pollEval(): [number, number][] {
+    return this.#runtime.takeEvals();
+  }
+
+  /** Asks for an eval at the next coherent boundary, on the elected rank (a no-op on one device). */
+  requestEval(): void {
+    this.#runtime.reportIntent('EvalNow');
+  }
+
+  /** Asks for a checkpoint at the next coherent boundary, on the elected rank (a no-op on one device). */
+  requestCheckpoint(): void {
+    this.#runtime.reportIntent('CheckpointNow');
+  }
+
+  /** The plans as an async iterator (`for await (const plan of worker.plans())`). */
+  async *plans(): AsyncGenerator<EpochPlan, void, undefined> {
+    for (let plan = await this.nextPlan(); plan; plan = await this.nextPlan()) yield plan;
+  }
+
+  /** The current plan's batches as an async iterator. */
+  async *batches(): AsyncGenerator<Batch, void, undefined> {
+    for (let batch = await this.nextBatch(); batch; batch = await this.nextBatch()) yield batch;
+  }
+
+  /** `await using worker = ...`: finishes the Worker (a cluster rank that never finished reports its death). */
+  async [Symbol.asyncDispose](): Promise<void> {
+    if (this.#finished || this.#finishing) {
+      await this.#finishing;
+      return;
+    }
+    if (this.#link.kind === 'single') {
+      await this.finish();
+      return;
+    }
+    dieUnfinished('the cooperative Worker was disposed without finish()');
+  }
+
+  #closeOpenPlan(): void {
+    const state = this.#state;
+    this.#state = undefined;
+    if (state && !state.shutdown) this.#runtime.endEpoch(state);
+  }
+
+  #releaseBatch(): void {
+    const scope = this.#scope;
+    this.#scope = undefined;
+    if (scope) endScope(scope);
+    this.#inFlight?.dispose();
+    this.#inFlight = undefined;
+  }
+
+  #checkOpen(method: string): void {
+    if (this.#finishing) {
+      throw new FlodlError('ERR_INVALID_ARGUMENT', `Worker.${method} after finish()`, {
+        op: `${OP}.${method}`,
+        expected: 'every call before finish()',
+        got: `${method}() after finish()`,
+      });
+    }
+  }
+}
+
+/**
+ * A cluster rank whose loop ends without `finish()` (an uncaught error, an early exit, an
+ * empty event loop) writes its death record and exits non-zero, so its peers are unblocked
+ * within the detection bound instead of waiting on it. Returns the disarm function.
+ */
+function armDeathGuard(finished: () => boolean): () => void {
+  const onBeforeExit = (): void => {
+    if (!finished()) dieUnfinished('the cooperative Worker was dropped without finish() (the loop ended)');
+  };
+  const onExit = (code: number): void => {
+    // A crash wrote its own record (installDeathRecord); a clean exit without finish() must not pass as success.
+    if (finished() || code !== 0) return;
+    writeDeathRecord(new Error('the cooperative Worker exited without finish()'), 1);
+    process.exitCode = 1;
+  };
+  process.on('beforeExit', onBeforeExit);
+  process.on('exit', onExit);
+  return () => {
+    process.off('beforeExit', onBeforeExit);
+    process.off('exit', onExit);
+  };
+}
+
+function dieUnfinished(reason: string): never {
+  const error = new Error(reason);
+  writeDeathRecord(error);
+  process.stderr.write(`flodl: ${reason}\n`);
+  process.exit(1);
+}

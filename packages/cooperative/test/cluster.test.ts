@@ -98,6 +98,18 @@ describe.concurrent('cooperative Worker on three CPU ranks', () => {
     });
   }
 
+  it('requestEval: without an eval cadence, one requested eval runs on one rank and reaches all', async () => {
+    const result = await run({
+      ...work,
+      mode: 'CpuCadence',
+      tier: 'cooperative',
+      evalEvery: 0,
+      evalAtStep: 2,
+    });
+    expect(result.status, result.stderr).toBe(0);
+    for (const rank of result.ranks.values()) expect(rank.evals.length).toBe(1);
+  });
+
   it('elastic: a rank whose loop throws leaves a death record; the survivors finish', async () => {
     const result = await run({
       ...work,

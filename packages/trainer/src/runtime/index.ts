@@ -8,4 +8,11 @@ export {
   type RuntimeCallbacks,
 } from './rank-runtime.js';
 export { recordScalar } from './scalars.js';
-export type { AnyModule, EpochState, ModelFactory, TrainedState, TrainingDataset, TrainStep } from './types.js';
+export type {
+  AnyModule,
+  EpochState,
+  ModelFactory,
+  TrainedState,
+  TrainingDataset,
+  TrainStep,
+} from './types.js';

@@ -73,6 +73,9 @@ export type ChunkReport = { rank: number } & Omit<Metrics, 'type'>;
 
 const OP = 'RankRuntime';
 
+/** Longest lockstep wait after a plan's last step, ms (see `afterStep`). */
+const LAST_STEP_HOLD_MS = 3000;
+
 /**
  * One rank's training engine. It owns the model, the optimizer, the data of its plans and the
  * step counters, and exposes the primitives of a training step; the coordinator (through the
@@ -280,10 +283,13 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
     // Sync modes train in lockstep: every step is followed by its averaging round (the
     // coordinator fires one as soon as every rank has a step), so each round averages exactly
     // one step per rank and a run is a deterministic function of its seed, data and world size.
-    // After a plan's last batch the rank goes idle instead, where it services rounds anyway.
-    if (this.#lockstep && state.batchDone < Math.floor(state.picks.length / this.batchSize)) {
+    // After a plan's last batch the wait is bounded: a rank with one batch less in the epoch
+    // would hold the round back (a collective needs a step from every rank).
+    if (this.#lockstep) {
+      const last = state.batchDone >= Math.floor(state.picks.length / this.batchSize);
+      const deadline = last ? performance.now() + LAST_STEP_HOLD_MS : Number.POSITIVE_INFINITY;
       const target = this.#roundsHeld + 1;
-      while (session.version < target && !this.shutdownSeen) {
+      while (session.version < target && !this.shutdownSeen && performance.now() < deadline) {
         await sleep(1);
         await this.serviceControl();
       }

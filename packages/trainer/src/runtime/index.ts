@@ -6,6 +6,14 @@ export {
   RankRuntime,
   type RankRuntimeOptions,
   type RuntimeCallbacks,
+  type RuntimeStep,
 } from './rank-runtime.js';
 export { recordScalar } from './scalars.js';
-export type { AnyModule, EpochState, ModelFactory, TrainedState, TrainingDataset, TrainStep } from './types.js';
+export type {
+  AnyModule,
+  EpochState,
+  ModelFactory,
+  TrainedState,
+  TrainingDataset,
+  TrainStep,
+} from './types.js';

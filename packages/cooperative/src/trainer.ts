@@ -7,6 +7,7 @@ import {
   joinClusterRank,
   type ModelFactory,
   type OptimizerFactory,
+  openRunMonitor,
   prepareExternalRank,
   startRun,
   TrainerBuilder,
@@ -31,11 +32,21 @@ export class CooperativeTrainerBuilder<M extends AnyModule = AnyModule> extends 
     const spec = this.resolveSpec();
     const role = detectRole(spec.options.devices);
     if (role.kind === 'single') {
-      const { runtime } = createSingleRuntime(spec);
+      // This process owns the run's view: the progress display, the metrics log, the dashboard.
+      const monitor = await openRunMonitor(spec.options, { worldSize: 1 });
+      let created: ReturnType<typeof createSingleRuntime<M>>;
+      try {
+        created = createSingleRuntime(spec, (step) => monitor.step(step, created.optimizer.getLr()));
+      } catch (error) {
+        await monitor.close('Failed');
+        throw error;
+      }
+      const { runtime } = created;
       return new Worker<M>({
         kind: 'single',
         runtime,
         numEpochs: spec.options.numEpochs,
+        monitor,
         release: () => runtime.dispose(),
       });
     }

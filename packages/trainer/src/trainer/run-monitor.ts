@@ -125,7 +125,8 @@ export async function openRunMonitor(options: MonitorOptions, run: MonitoredRun)
     },
     eval(epoch, metric, error) {
       recorder?.record({ kind: 'eval', epoch, metric, ...(error === undefined ? {} : { error }) });
-      if (error === undefined) progress.eval({ epoch, metric });
+      // The display counts epochs from 0; eval results name the epochs done (1-based).
+      if (error === undefined) progress.eval({ epoch: epoch - 1, metric });
     },
     checkpoint(version, error) {
       recorder?.record({ kind: 'checkpoint', version, ...(error === undefined ? {} : { error }) });
@@ -193,7 +194,7 @@ function cohortProgress(
         done = 0;
         started = undefined;
       } else if (notice.type === 'EvalResult' && notice.error === undefined) {
-        progress.eval({ epoch: notice.epoch, metric: notice.metric });
+        progress.eval({ epoch: notice.epoch - 1, metric: notice.metric });
       }
     },
   };

@@ -283,7 +283,7 @@ function checkMonitorOptions(options: Pick<TrainerOptions, 'progress' | 'metrics
     if (typeof progress !== 'object' || progress === null)
       throw invalidArgument(`${OP}.progress`, 'progress', 'true, false or createProgress options', progress);
     // The display's own checks (unknown options, ranges) run here, off any stream.
-    createProgress({ ...progress, stream: { write: () => true } });
+    createProgress(progress.stream === undefined ? { ...progress, stream: { write: () => true } } : progress);
   }
   if (metricsLog !== undefined && (typeof metricsLog !== 'string' || metricsLog === ''))
     throw invalidArgument(`${OP}.metricsLog`, 'metricsLog', 'a file path', metricsLog);

@@ -84,7 +84,7 @@ describe('Trainer monitor on one device', () => {
 });
 
 describe('Trainer monitor on two CPU ranks', () => {
-  it('the launcher serves /state.json with both ranks while the run goes on', async () => {
+  it('the launcher serves /state.json with both ranks while the run goes on, and draws the cohort', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'flodl-monitor-'));
     const config = {
       mode: 'CpuCadence',
@@ -95,10 +95,12 @@ describe('Trainer monitor on two CPU ranks', () => {
       evalEvery: 0,
       stepDelayMs: [20, 20],
       dashboard: true,
+      progressIntervalMs: 0,
       out: join(dir, 'result.json'),
     };
     const child = spawn(process.execPath, ['--import', 'tsx', script, JSON.stringify(config)], {
-      env: { ...process.env, FLODL_PROGRESS: '0' },
+      // The display on (the test config turns it off): the launcher draws, the ranks stay silent.
+      env: { ...process.env, FLODL_PROGRESS: '1' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const killer = setTimeout(() => child.kill('SIGKILL'), 90_000);
@@ -138,6 +140,11 @@ describe('Trainer monitor on two CPU ranks', () => {
       }
       expect([...seen].sort()).toEqual([0, 1]);
       expect(await exited, stderr).toBe(0);
+      // Piped stdout: plain lines, from the launcher only (rank output would read `[rank N] ...`).
+      expect(stdout).toMatch(/^epoch 4\/4 done/m);
+      expect(stdout).toMatch(/^epoch 2\/4 +\d+\/40 · /m);
+      expect(stdout).toMatch(/^ranks 0: \d+\.\d% .* · 1: \d+\.\d% /m);
+      expect(stdout).not.toMatch(/^\[rank \d\] .*epoch/m);
     } finally {
       clearTimeout(killer);
       child.kill('SIGKILL');

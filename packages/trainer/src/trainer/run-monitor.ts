@@ -88,17 +88,6 @@ export async function openRunMonitor(options: MonitorOptions, run: MonitoredRun)
   const batches = Math.floor(options.dataset.length / options.batchSize);
   let stopObserving: (() => void) | undefined;
 
-  const showEpoch = (metrics: EpochMetrics): void => {
-    const samples = metrics.perRankSamples.reduce((sum, count) => sum + count, 0);
-    progress.epochEnd({
-      epoch: metrics.epoch,
-      loss: metrics.avgLoss,
-      durationMs: metrics.epochMs,
-      ...(metrics.epochMs > 0 ? { samplesPerSec: (samples / metrics.epochMs) * 1000 } : {}),
-      ...(Object.keys(metrics.scalars).length > 0 ? { metrics: { ...metrics.scalars } } : {}),
-    });
-  };
-
   return {
     progress,
     recorder,
@@ -121,7 +110,7 @@ export async function openRunMonitor(options: MonitorOptions, run: MonitoredRun)
     },
     epoch(metrics) {
       recorder?.record({ kind: 'epoch', metrics });
-      showEpoch(metrics);
+      showEpoch(progress, metrics);
     },
     eval(epoch, metric, error) {
       recorder?.record({ kind: 'eval', epoch, metric, ...(error === undefined ? {} : { error }) });
@@ -133,7 +122,7 @@ export async function openRunMonitor(options: MonitorOptions, run: MonitoredRun)
     },
     attach(host) {
       const observation = recorder ? observe(host, recorder) : undefined;
-      const cohort = cohortProgress(progress, batches, options.batchSize, showEpoch);
+      const cohort = cohortProgress(progress, batches, options.batchSize);
       host.server.on('message', cohort.message);
       const removeObserver = host.addObserver({ notice: cohort.notice });
       stopObserving = () => {
@@ -157,16 +146,28 @@ export async function openRunMonitor(options: MonitorOptions, run: MonitoredRun)
   };
 }
 
+/** An epoch's line from its aggregated metrics. */
+function showEpoch(progress: Progress, metrics: EpochMetrics): void {
+  const samples = metrics.perRankSamples.reduce((sum, count) => sum + count, 0);
+  progress.epochEnd({
+    epoch: metrics.epoch,
+    loss: metrics.avgLoss,
+    durationMs: metrics.epochMs,
+    ...(metrics.epochMs > 0 ? { samplesPerSec: (samples / metrics.epochMs) * 1000 } : {}),
+    ...(Object.keys(metrics.scalars).length > 0 ? { metrics: { ...metrics.scalars } } : {}),
+  });
+}
+
 /**
  * The cohort's progress line from the launcher's view: every rank's `Batch` report counts
  * toward the epoch's batches, the epoch's aggregated metrics close it (a line with the
- * per-rank share and speed under it), eval results as they arrive.
+ * per-rank share and speed under it), eval results as they arrive. Rank 0 of an externally
+ * launched run feeds it the coordinator's notices alone (epochs, shares, evals).
  */
-function cohortProgress(
+export function cohortProgress(
   progress: Progress,
   batches: number,
   batchSize: number,
-  showEpoch: (metrics: EpochMetrics) => void,
 ): { message: (rank: number, message: RankMessage) => void; notice: (notice: CoordinatorNotice) => void } {
   let epoch = 0;
   let done = 0;
@@ -188,7 +189,7 @@ function cohortProgress(
     },
     notice(notice) {
       if (notice.type === 'EpochMetrics') {
-        showEpoch(notice.metrics);
+        showEpoch(progress, notice.metrics);
         progress.cluster(rankViews(notice.metrics));
         epoch = notice.metrics.epoch + 1;
         done = 0;

@@ -9,7 +9,7 @@ import { mseLoss } from '@flodl/autograd';
 import { readMetricsLog } from '@flodl/distributed';
 import { Linear, SGD } from '@flodl/nn';
 import { FlodlError, manualSeed, randn } from '@flodl/tensor-native';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { TensorDataset } from '../src/data/index.js';
 import { openRunMonitor, Trainer } from '../src/index.js';
 
@@ -63,7 +63,28 @@ describe('Trainer monitor on one device', () => {
     }
   });
 
-  it('progress(false) draws nothing; bad monitor options fail before the run starts', async () => {
+  it("progress is on by default where stdout is the user's, and progress(false) draws nothing", async () => {
+    const written: string[] = [];
+    const saved = process.env.FLODL_PROGRESS;
+    process.env.FLODL_PROGRESS = '1';
+    const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      written.push(String(chunk));
+      return true;
+    });
+    try {
+      await builder().numEpochs(1).run().join();
+      const byDefault = written.splice(0).join('');
+      await builder().numEpochs(1).progress(false).run().join();
+      expect(byDefault).toMatch(/epoch 1\/1 done/);
+      expect(written.join('')).not.toMatch(/epoch|training/);
+    } finally {
+      spy.mockRestore();
+      if (saved === undefined) delete process.env.FLODL_PROGRESS;
+      else process.env.FLODL_PROGRESS = saved;
+    }
+  });
+
+  it('progress(false) makes no display; bad monitor options fail before the run starts', async () => {
     const monitor = await openRunMonitor(
       { progress: false, numEpochs: 1, dataset: { length: 8, get: () => [] }, batchSize: 8 } as never,
       { worldSize: 1 },

@@ -2,6 +2,7 @@
 // the dashboard a 2-rank CPU run serves from its launcher.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +16,11 @@ import { openRunMonitor, Trainer } from '../src/index.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const script = join(here, 'fixtures', 'trainer-script.ts');
+const flodlBin = join(
+  dirname(createRequire(import.meta.url).resolve('@flodl/distributed/package.json')),
+  'bin',
+  'flodl.mjs',
+);
 
 function builder(samples = 64) {
   manualSeed(5);
@@ -104,71 +110,101 @@ describe('Trainer monitor on one device', () => {
   });
 });
 
+/** Runs `args` (a script under node), waits for its dashboard URL, polls `/state.json` until both ranks trained. */
+async function watchTwoRanks(args: string[]) {
+  const child = spawn(process.execPath, args, {
+    // The display on (the test config turns it off): the launcher draws, the ranks stay silent.
+    env: { ...process.env, FLODL_PROGRESS: '1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const killer = setTimeout(() => child.kill('SIGKILL'), 90_000);
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  let stdout = '';
+  let stderr = '';
+  child.stderr.on('data', (chunk) => {
+    stderr += chunk;
+  });
+  const url = new Promise<string | undefined>((resolve) => {
+    child.stdout.on('data', (chunk) => {
+      stdout += chunk;
+      const found = /flodl dashboard: (http:\/\/127\.0\.0\.1:\d+)\//.exec(stdout)?.[1];
+      if (found) resolve(found);
+    });
+    void exited.then(() => resolve(undefined));
+  });
+  try {
+    const base = await url;
+    expect(base, `${stdout}\n${stderr}`).toBeDefined();
+    const seen = new Set<number>();
+    let running = true;
+    void exited.then(() => {
+      running = false;
+    });
+    // Poll while the run lasts (bounded by the run itself, and the kill timer).
+    while (running && seen.size < 2) {
+      try {
+        const state = (await (await fetch(`${base}/state.json`)).json()) as {
+          ranks: { rank: number; status: string }[];
+        };
+        for (const rank of state.ranks) if (rank.status === 'training') seen.add(rank.rank);
+      } catch {
+        // The run ended between the check and the request.
+      }
+      if (seen.size < 2) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const code = await exited;
+    return { seen: [...seen].sort(), code, stdout, stderr };
+  } finally {
+    clearTimeout(killer);
+    child.kill('SIGKILL');
+  }
+}
+
+const twoRanks = {
+  mode: 'CpuCadence',
+  devices: ['cpu', 'cpu'],
+  totalSamples: 320,
+  batchSize: 8,
+  numEpochs: 4,
+  evalEvery: 0,
+  stepDelayMs: [20, 20],
+};
+
 describe('Trainer monitor on two CPU ranks', () => {
   it('the launcher serves /state.json with both ranks while the run goes on, and draws the cohort', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'flodl-monitor-'));
-    const config = {
-      mode: 'CpuCadence',
-      devices: ['cpu', 'cpu'],
-      totalSamples: 320,
-      batchSize: 8,
-      numEpochs: 4,
-      evalEvery: 0,
-      stepDelayMs: [20, 20],
-      dashboard: true,
-      progressIntervalMs: 0,
-      out: join(dir, 'result.json'),
-    };
-    const child = spawn(process.execPath, ['--import', 'tsx', script, JSON.stringify(config)], {
-      // The display on (the test config turns it off): the launcher draws, the ranks stay silent.
-      env: { ...process.env, FLODL_PROGRESS: '1' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const killer = setTimeout(() => child.kill('SIGKILL'), 90_000);
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    let stdout = '';
-    let stderr = '';
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk;
-    });
-    const url = new Promise<string | undefined>((resolve) => {
-      child.stdout.on('data', (chunk) => {
-        stdout += chunk;
-        const found = /flodl dashboard: (http:\/\/127\.0\.0\.1:\d+)\//.exec(stdout)?.[1];
-        if (found) resolve(found);
-      });
-      void exited.then(() => resolve(undefined));
-    });
     try {
-      const base = await url;
-      expect(base, `${stdout}\n${stderr}`).toBeDefined();
-      const seen = new Set<number>();
-      let running = true;
-      void exited.then(() => {
-        running = false;
-      });
-      // Poll while the run lasts (bounded by the run itself, and the kill timer).
-      while (running && seen.size < 2) {
-        try {
-          const state = (await (await fetch(`${base}/state.json`)).json()) as {
-            ranks: { rank: number; status: string }[];
-          };
-          for (const rank of state.ranks) if (rank.status === 'training') seen.add(rank.rank);
-        } catch {
-          // The run ended between the check and the request.
-        }
-        if (seen.size < 2) await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-      expect([...seen].sort()).toEqual([0, 1]);
-      expect(await exited, stderr).toBe(0);
+      const config = { ...twoRanks, dashboard: true, progressIntervalMs: 0, out: join(dir, 'result.json') };
+      const run = await watchTwoRanks(['--import', 'tsx', script, JSON.stringify(config)]);
+      expect(run.seen).toEqual([0, 1]);
+      expect(run.code, run.stderr).toBe(0);
       // Piped stdout: plain lines, from the launcher only (rank output would read `[rank N] ...`).
-      expect(stdout).toMatch(/^epoch 4\/4 done/m);
-      expect(stdout).toMatch(/^epoch 2\/4 +\d+\/40 · /m);
-      expect(stdout).toMatch(/^ranks 0: \d+\.\d% .* · 1: \d+\.\d% /m);
-      expect(stdout).not.toMatch(/^\[rank \d\] .*epoch/m);
+      expect(run.stdout).toMatch(/^epoch 4\/4 done/m);
+      expect(run.stdout).toMatch(/^epoch 2\/4 +\d+\/40 · /m);
+      expect(run.stdout).toMatch(/^ranks 0: \d+\.\d% .* · 1: \d+\.\d% /m);
+      expect(run.stdout).not.toMatch(/^\[rank \d\] .*epoch/m);
     } finally {
-      clearTimeout(killer);
-      child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('flodl launch --dashboard 0 serves the coordinator it forms from the ranks', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'flodl-monitor-'));
+    try {
+      const config = { ...twoRanks, out: join(dir, 'result.json') };
+      const run = await watchTwoRanks([
+        flodlBin,
+        'launch',
+        '--nproc',
+        '2',
+        '--dashboard',
+        '0',
+        script,
+        JSON.stringify(config),
+      ]);
+      expect(run.seen).toEqual([0, 1]);
+      expect(run.code, run.stderr).toBe(0);
+    } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   });

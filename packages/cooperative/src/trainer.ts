@@ -2,6 +2,8 @@
 import { installDeathRecord, writeDeathRecord } from '@flodl/distributed';
 import {
   type AnyModule,
+  cohortProgress,
+  createProgress,
   createSingleRuntime,
   detectRole,
   joinClusterRank,
@@ -52,11 +54,24 @@ export class CooperativeTrainerBuilder<M extends AnyModule = AnyModule> extends 
     }
     if (role.kind === 'rank') {
       installDeathRecord();
+      const { options } = spec;
+      const external = role.launchedBy === 'external';
+      // Rank 0 of an externally launched run speaks for the cohort; every other rank draws nothing.
+      const progress = createProgress(external && role.rank === 0 ? (options.progress ?? true) : false);
+      const cohort = cohortProgress(
+        progress,
+        Math.floor(options.dataset.length / options.batchSize),
+        options.batchSize,
+      );
       try {
-        const prepared =
-          role.launchedBy === 'external' ? await prepareExternalRank(role, spec.options.mode) : undefined;
+        const prepared = external ? await prepareExternalRank(role, options.mode, cohort.notice) : undefined;
         const rank = await joinClusterRank(spec, role);
-        return new Worker<M>({ kind: 'cluster', rank, afterFinish: async () => prepared?.stop() });
+        progress.start({ epochs: options.numEpochs });
+        const afterFinish = async (): Promise<void> => {
+          await prepared?.stop();
+          progress.finish('training done');
+        };
+        return new Worker<M>({ kind: 'cluster', rank, afterFinish });
       } catch (error) {
         writeDeathRecord(error);
         throw error;

@@ -20,7 +20,13 @@ export {
   writeTrainedState,
 } from './rank-entry.js';
 export { detectRole, firstSlurmHost, type ProcessRole, type RankRole, TRAINER_DEVICES_ENV } from './role.js';
-export { type MonitoredRun, type MonitorOptions, openRunMonitor, type RunMonitor } from './run-monitor.js';
+export {
+  cohortProgress,
+  type MonitoredRun,
+  type MonitorOptions,
+  openRunMonitor,
+  type RunMonitor,
+} from './run-monitor.js';
 export { createSingleRuntime } from './single-device.js';
 export type { OptimizerFactory, RunSpec } from './spec.js';
 export { Trainer } from './trainer.js';

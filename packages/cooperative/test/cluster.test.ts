@@ -13,6 +13,8 @@ interface RankResult {
   epochs: number[];
   evals: [number, number][];
   steps: number;
+  /** Sample indices trained, per epoch. */
+  trained: number[][];
 }
 
 async function run(config: Record<string, unknown>) {
@@ -52,7 +54,11 @@ async function run(config: Record<string, unknown>) {
       );
     }
     const checkpoints = readdirSync(dir).filter((name) => name.includes('.checkpoint-'));
-    return { status, stderr, ranks, managed, rounds, checkpoints };
+    const evalRuns = readdirSync(dir).filter((name) => name.includes('.eval-run-'));
+    const dead = readdirSync(dir)
+      .filter((name) => name.endsWith('.dead'))
+      .map((name) => JSON.parse(readFileSync(join(dir, name), 'utf8')) as RankResult);
+    return { status, stderr, ranks, managed, rounds, checkpoints, dead, evalRuns };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -76,12 +82,20 @@ describe.concurrent('cooperative Worker on three CPU ranks', () => {
           byVersion.set(round.version, (byVersion.get(round.version) ?? new Set()).add(round.digest));
       }
       expect(byVersion.size).toBeGreaterThan(0); // averaging happened, inside step()
+      if (mode.endsWith('Sync')) {
+        // Lockstep: the loop only calls step(), and nearly every step carried its round (a SyncNow
+        // or RequestParams/Update reduced and acknowledged inside it).
+        const rank0 = result.ranks.get(0) as RankResult;
+        expect(result.rounds.get(0)!.length).toBeGreaterThanOrEqual(rank0.steps / 2);
+      }
       if (mode !== 'CpuAsync') for (const digests of byVersion.values()) expect(digests.size).toBe(1);
       expect(result.checkpoints.length).toBe(1);
+      // Each eval ran once, on one rank, and its result reached every rank.
+      expect(result.evalRuns.length).toBe(result.ranks.get(0)!.evals.length);
     });
   }
 
-  for (const mode of ['CpuSync', 'NcclSync', 'CpuCadence']) {
+  for (const mode of ['CpuCadence', 'CpuAsync']) {
     it(`${mode}: the cooperative loop and the managed Trainer reach the same loss`, async () => {
       const [cooperative, managed] = await Promise.all([
         run({ ...work, mode, tier: 'cooperative' }),
@@ -89,7 +103,7 @@ describe.concurrent('cooperative Worker on three CPU ranks', () => {
       ]);
       expect(cooperative.status, cooperative.stderr).toBe(0);
       expect(managed.status, managed.stderr).toBe(0);
-      // Rounds fall at the steps the coordinator's timing picks, so the two runs are not bit for
+      // Cadence rounds fall where the measured speeds put them, so the two runs are not bit for
       // bit alike; the final eval (MSE over the whole set) agrees within 25%.
       const final = (evals: [number, number][]) => evals.filter(([epoch]) => epoch === 3).at(-1)![1];
       const coop = final(cooperative.ranks.get(0)!.evals);
@@ -97,6 +111,43 @@ describe.concurrent('cooperative Worker on three CPU ranks', () => {
       expect(Math.abs(coop - mana) / mana).toBeLessThan(0.25);
     });
   }
+
+  for (const mode of ['CpuSync', 'NcclSync']) {
+    it(`${mode}: the cooperative loop and the managed Trainer give identical parameters, bit for bit`, async () => {
+      const [cooperative, managed] = await Promise.all([
+        run({ ...work, mode, tier: 'cooperative' }),
+        run({ ...work, mode, tier: 'managed' }),
+      ]);
+      expect(cooperative.status, cooperative.stderr).toBe(0);
+      expect(managed.status, managed.stderr).toBe(0);
+      expect(cooperative.ranks.get(0)!.params).toEqual(managed.managed!.params);
+    });
+  }
+
+  it('requestEval: without an eval cadence, one requested eval runs on one rank and reaches all', async () => {
+    const result = await run({
+      ...work,
+      mode: 'CpuCadence',
+      tier: 'cooperative',
+      evalEvery: 0,
+      evalAtStep: 2,
+    });
+    expect(result.status, result.stderr).toBe(0);
+    for (const rank of result.ranks.values()) expect(rank.evals.length).toBe(1);
+  });
+
+  it('elastic: a rank whose process exits without finish() is a failure with a record, not a clean exit', async () => {
+    const result = await run({
+      ...work,
+      mode: 'CpuCadence',
+      tier: 'cooperative',
+      elastic: true,
+      exitAt: { rank: 2, step: 4 },
+    });
+    expect(result.status, result.stderr).toBe(0);
+    expect([...result.ranks.keys()]).toEqual([0, 1]);
+    expect(result.stderr).toMatch(/lost rank 2: .*exited without finish\(\)/);
+  });
 
   it('elastic: a rank whose loop throws leaves a death record; the survivors finish', async () => {
     const result = await run({
@@ -110,5 +161,12 @@ describe.concurrent('cooperative Worker on three CPU ranks', () => {
     expect([...result.ranks.keys()]).toEqual([0, 2]);
     expect(result.stderr).toContain('the loop failed');
     for (const rank of result.ranks.values()) expect(rank.epochs).toEqual([0, 1, 2]);
+    // Coverage of the epoch the rank died in: the survivors trained no sample twice, and with
+    // what the dead rank trained before it died, every sample but a few partial-batch
+    // remainders was trained.
+    const survivors = [...result.ranks.values()].flatMap((rank) => rank.trained[0] ?? []);
+    expect(new Set(survivors).size).toBe(survivors.length);
+    const covered = new Set([...survivors, ...(result.dead[0]?.trained[0] ?? [])]);
+    expect(covered.size).toBeGreaterThanOrEqual(work.totalSamples - 3 * work.batchSize);
   });
 });

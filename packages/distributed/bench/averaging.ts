@@ -12,6 +12,7 @@ import { MassAccumulator } from '../src/averaging/index.js';
 import { ControlServer, createRunSecret, type DataChannel } from '../src/wire/index.js';
 import type { RankCollectiveTiming, RankConfig, RankHostTiming } from './averaging-rank.js';
 import { forkTs, loopbackBandwidth, memcpyBandwidth } from './bandwidth.js';
+import { freePort } from './free-port.js';
 import { fmt, intOption, median, nowMs, parseArgs, table, writeJson } from './stats.js';
 
 const rankScript = fileURLToPath(new URL('./averaging-rank.ts', import.meta.url));
@@ -149,6 +150,9 @@ async function hostRounds(
       const folded = nowMs();
       const consensus = root.average();
       const averaged = nowMs();
+      // As CoordinatorHost does: the folded contributions' buffers take the next round's.
+      for (const [index, contribution] of contributions.entries())
+        channels.get(ordered[index] as number)?.recycle(contribution.tensors);
       await Promise.all(ordered.map((rank) => (channels.get(rank) as DataChannel).send(version, consensus)));
       const sentBack = nowMs();
       const timings = await Promise.all(done);
@@ -193,7 +197,6 @@ async function collectiveRounds(
   ranks: number,
   rounds: number,
 ): Promise<{ averageMs: number; allReduceMs: number }> {
-  const { freePort } = await import('./free-port.js');
   const port = await freePort();
   const children = Array.from({ length: ranks }, (_, rank) => {
     const config: RankConfig = {

@@ -145,6 +145,34 @@ describe('data channel', () => {
     tensor.dispose();
   });
 
+  it('reuses the buffers of recycled tensors for later ones of the same size, each buffer once', async () => {
+    const { rankChannel, coordinatorChannel } = await pair();
+    const round = (fill: number) => [
+      { name: 'w', mass: 1, dtype: 'float32' as const, shape: [600], bytes: new Uint8Array(2400).fill(fill) },
+      { name: 'b', mass: 1, dtype: 'float32' as const, shape: [3], bytes: new Uint8Array(12).fill(fill) },
+    ];
+    const receive = async (fill: number) => {
+      await rankChannel.send(fill, round(fill));
+      return coordinatorChannel.receiveContribution({ timeoutMs: 5000 });
+    };
+    const first = await receive(1);
+    coordinatorChannel.recycle(first.tensors);
+    const second = await receive(2);
+    // The same memory, holding the new round's bytes.
+    expect(second.tensors.map((tensor) => tensor.bytes.buffer)).toEqual(
+      first.tensors.map((tensor) => tensor.bytes.buffer),
+    );
+    expect(second.tensors.every((tensor) => tensor.bytes.every((value) => value === 2))).toBe(true);
+    // A tensor whose buffer moved on (or was recycled already) is not taken back again.
+    coordinatorChannel.recycle(first.tensors);
+    coordinatorChannel.recycle(first.tensors);
+    const third = await receive(3);
+    for (const [index, tensor] of third.tensors.entries())
+      expect(tensor.bytes.buffer).not.toBe(second.tensors[index]!.bytes.buffer);
+    expect(second.tensors.every((tensor) => tensor.bytes.every((value) => value === 2))).toBe(true);
+    expect(third.tensors.every((tensor) => tensor.bytes.every((value) => value === 3))).toBe(true);
+  });
+
   it('pauses the socket when unread tensors pile up, and resumes as they are read', async () => {
     const { rankChannel, coordinatorChannel } = await pair(
       { dataChannel: { maxQueuedBytes: 64 * 1024 } },

@@ -155,6 +155,22 @@ describe.concurrent('Trainer clusters: speeds, failures, bad use', () => {
     expect(run.params.length).toBe(4);
   });
 
+  it('stop() ends a cluster run gracefully: every rank finishes its step and join still resolves', async () => {
+    const { status, stderr, result } = await runScript({
+      mode: 'CpuCadence',
+      totalSamples: 480,
+      batchSize: 8,
+      numEpochs: 40,
+      stopAfterEpoch: 0,
+    });
+    expect(status, stderr).toBe(0);
+    const run = result as ScriptResult;
+    expect(run.metrics.length).toBeGreaterThanOrEqual(1);
+    expect(run.metrics.length).toBeLessThan(40);
+    expect(run.params.length).toBe(4);
+    expect(run.lost).toEqual([]);
+  });
+
   it('refuses at formation a rank whose model factory built another model, naming both ranks', async () => {
     const { status, stderr } = await runScript({
       mode: 'CpuSync',

@@ -77,21 +77,21 @@ export function collectiveAverage(group: ProcessGroup, model: Module, mass: numb
         // [‖pre‖², ‖pre − post‖², ‖post‖²] per parameter, summed on the device.
         const squares = params.map(([, tensor], index) =>
           tidy(() => {
-            const average = (scaledParams[index] as Tensor).div(totalMass);
-            const parts = stack([
-              squaredNorm(tensor),
-              squaredNorm(tensor.sub(average)),
-              squaredNorm(average),
-            ]);
+            // In place where the values are not needed again: the reduced copy becomes the
+            // average, and the parameter holds pre − post just before it is overwritten.
+            const average = (scaledParams[index] as Tensor).div_(totalMass);
+            const preSq = squaredNorm(tensor);
+            const postSq = squaredNorm(average);
+            const diffSq = squaredNorm(tensor.sub_(average));
             tensor.copy_(average);
-            return parts;
+            return stack([preSq, diffSq, postSq]);
           }),
         );
         norms = stack(squares).sum(0).toArray() as [number, number, number];
       }
       if (steppedRanks > 0) {
         buffers.forEach(([, tensor], index) => {
-          tensor.copy_((scaledBuffers[index] as Tensor).div(steppedRanks));
+          tensor.copy_((scaledBuffers[index] as Tensor).div_(steppedRanks));
         });
       }
       const [preSq, diffSq, postSq] = norms;

@@ -4,7 +4,14 @@ import { buildWindowReport, DivergenceSlots } from './averaging/cycle.js';
 import { lrScaleFactor } from './averaging/lr-scale.js';
 import { MassLedger } from './averaging/mass-law.js';
 import { OvershootBudget } from './averaging/overshoot.js';
-import { shouldAverage, type TriggerDecision, throttleReason } from './averaging/triggers.js';
+import {
+  type AveragingGate,
+  type AveragingVerdict,
+  averagingVerdict,
+  holdsAtZeroSteps,
+  meetsTrigger,
+  throttleReasonOf,
+} from './averaging/triggers.js';
 import { WindowLedger } from './averaging/window-ledger.js';
 import { CallbackScheduler } from './callbacks.js';
 import { type Clock, systemClock } from './clock.js';
@@ -98,6 +105,12 @@ export class ClusterCoordinator {
   #tail: TailStage = 'flush';
   #finishReason: 'Completed' | SaveReason | undefined;
   #out: CoordinatorOutput = { commands: [], notices: [] };
+  /**
+   * The rank that held the averaging gate at the last decision, and how. While it still holds
+   * it (checked on its own figures, O(1)), the gate is shut whatever the other ranks did, so
+   * the whole-cohort decision is skipped: what keeps a report's cost flat in the world size.
+   */
+  #gateHolder: { readonly rank: number; readonly gate: AveragingGate } | undefined;
 
   constructor(options: CoordinatorOptions, clock: Clock = systemClock) {
     this.config = resolveCoordinatorConfig(options);
@@ -301,8 +314,9 @@ export class ClusterCoordinator {
   #pump(): void {
     if (this.#state !== 'running') return;
     const context = this.#context();
-    for (const rank of this.membership.liveRanks()) {
-      if (this.#throttled[rank] || this.#heldAtReduce(rank)) continue;
+    // A rank with work in flight gets nothing: only the idle ones are visited.
+    for (const rank of this.dispatcher.idleRanks()) {
+      if (!this.membership.isLive(rank) || this.#throttled[rank] || this.#heldAtReduce(rank)) continue;
       const plan = this.dispatcher.nextChunk(rank, context);
       if (plan) this.#send(rank, { type: 'StartEpoch', plan });
     }
@@ -311,17 +325,23 @@ export class ClusterCoordinator {
   /** Async reduce barrier: a rank at `count + overshoot` gets no chunk until the reduce. */
   #heldAtReduce(rank: number): boolean {
     if (this.policy !== 'Async') return false;
-    const count = this.elChe.batchCounts[rank] ?? 0;
+    const count = this.elChe.batchCount(rank);
     return count > 0 && this.ledger.steps(rank) >= count + this.overshoot.value;
   }
 
   #context(): DispatchContext {
+    const elChe = this.elChe;
+    let msPerBatch: number[] | undefined;
     return {
       policy: this.policy,
       live: this.membership.liveMask(),
-      calibrated: this.elChe.calibrated || this.elChe.hasSpeedHint(),
-      counts: this.elChe.batchCounts,
-      msPerBatch: this.elChe.msPerBatch(),
+      calibrated: elChe.calibrated || elChe.hasSpeedHint(),
+      counts: elChe.batchCounts,
+      // Smoothed speeds are read by the tail balance only: computed when it asks.
+      get msPerBatch() {
+        msPerBatch ??= elChe.msPerBatch();
+        return msPerBatch;
+      },
       partitionRatios: this.config.elche.partitionRatios,
       now: this.#clock.now(),
     };
@@ -364,15 +384,18 @@ export class ClusterCoordinator {
 
   #maybeThrottle(rank: number): void {
     if (this.#throttled[rank] || this.#state !== 'running') return;
-    const reason = throttleReason({
+    const reason = throttleReasonOf({
       policy: this.policy,
       backend: this.backend,
-      rank,
-      live: this.membership.liveMask(),
-      steps: this.ledger.stepsAll(),
-      counts: this.elChe.batchCounts,
+      steps: this.ledger.steps(rank),
+      count: this.elChe.batchCount(rank),
       overshoot: this.overshoot.value,
       maxBatchDiff: this.config.elche.maxBatchDiff,
+      slowestSteps: () => {
+        let slowest = Number.POSITIVE_INFINITY;
+        for (const live of this.membership.liveRanks()) slowest = Math.min(slowest, this.ledger.steps(live));
+        return slowest;
+      },
     });
     if (!reason) return;
     this.#throttled[rank] = true;
@@ -381,11 +404,11 @@ export class ClusterCoordinator {
 
   // --- averaging rounds -------------------------------------------------------------------
 
-  #decide(flush: boolean): TriggerDecision {
+  #decide(flush: boolean): AveragingVerdict {
     const live = this.membership.liveMask();
     const context = this.#context();
     const workLeft = this.dispatcher.hasWorkFor(context);
-    return shouldAverage({
+    return averagingVerdict({
       policy: this.policy,
       backend: this.backend,
       live,
@@ -409,7 +432,45 @@ export class ClusterCoordinator {
   }
 
   #maybeAverage(): void {
-    if (this.#state === 'running' && this.#decide(false).fire) this.#startRound();
+    if (this.#state !== 'running') return;
+    // The gates that need no per-rank state (the decision would stop at them too).
+    if (this.#round !== undefined || this.#ncclGenerator !== undefined) return;
+    if (this.#holderStillHolds()) return;
+    const verdict = this.#decide(false);
+    this.#gateHolder =
+      !verdict.fire && verdict.rank !== undefined
+        ? { rank: verdict.rank, gate: verdict.blockedBy }
+        : undefined;
+    if (verdict.fire) this.#startRound();
+  }
+
+  /** The last decision's gate holder, re-judged on its current figures exactly as `#decide` would. */
+  #holderStillHolds(): boolean {
+    const holder = this.#gateHolder;
+    if (!holder || !this.membership.isLive(holder.rank)) return false;
+    const { rank } = holder;
+    const steps = this.ledger.steps(rank);
+    let starved: boolean | undefined;
+    const isStarved = (): boolean => {
+      starved ??=
+        this.#throttled[rank] === true ||
+        (this.dispatcher.inFlightSamples(rank) === 0 && !this.dispatcher.hasWorkFor(this.#context()));
+      return starved;
+    };
+    if (holder.gate === 'zero-step-rank') return holdsAtZeroSteps(this.backend, steps, isStarved());
+    if (holder.gate !== 'trigger') return false;
+    const cohort = {
+      policy: this.policy,
+      calibrated: this.elChe.calibrated,
+      anchorWallMs: this.elChe.anchorWallMs(),
+    };
+    const figures = {
+      steps,
+      elapsedMs: this.ledger.elapsed(rank),
+      count: this.elChe.batchCount(rank),
+      starved: isStarved(),
+    };
+    return !meetsTrigger(cohort, figures);
   }
 
   #startRound(): void {
@@ -449,7 +510,8 @@ export class ClusterCoordinator {
     this.ledger.close(input.rank);
     round.joined.add(input.rank);
     this.#divergence.record(input.rank, input.divergence, input.preNorm, input.postNorm);
-    if ([...round.participants].every((rank) => round.joined.has(rank))) this.#finishRound([...round.joined]);
+    // Only participants join (checked above): the round is complete when the counts meet.
+    if (round.joined.size === round.participants.size) this.#finishRound([...round.joined]);
   }
 
   #onSnapshotReady(rank: number, version: number): void {

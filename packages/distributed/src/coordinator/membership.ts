@@ -69,6 +69,8 @@ export class Membership {
   #exited: boolean[];
   #lastSeen: number[];
   #records: RankDeathRecord[] = [];
+  /** The live mask and live ranks, rebuilt after a join, death or exit (read on every decision). */
+  #live: { mask: boolean[]; ranks: number[] } | undefined;
 
   constructor(worldSize: number) {
     this.worldSize = worldSize;
@@ -83,6 +85,7 @@ export class Membership {
     if (this.#joined[rank]) return false;
     this.#joined[rank] = true;
     this.#lastSeen[rank] = now;
+    this.#live = undefined;
     return true;
   }
 
@@ -114,17 +117,26 @@ export class Membership {
     return this.#exited[rank] === true;
   }
 
-  /** Per-rank liveness. */
+  /** Per-rank liveness (a fresh array). */
   liveMask(): boolean[] {
-    return this.#joined.map((_, rank) => this.isLive(rank));
+    return this.#liveSets().mask.slice();
   }
 
+  /** Live ranks, ascending (a fresh array). */
   liveRanks(): number[] {
-    return this.liveMask().flatMap((alive, rank) => (alive ? [rank] : []));
+    return this.#liveSets().ranks.slice();
   }
 
   get liveCount(): number {
-    return this.liveRanks().length;
+    return this.#liveSets().ranks.length;
+  }
+
+  #liveSets(): { mask: boolean[]; ranks: number[] } {
+    if (!this.#live) {
+      const mask = this.#joined.map((_, rank) => this.isLive(rank));
+      this.#live = { mask, ranks: mask.flatMap((alive, rank) => (alive ? [rank] : [])) };
+    }
+    return this.#live;
   }
 
   get deadCount(): number {
@@ -135,6 +147,7 @@ export class Membership {
   markDead(record: RankDeathRecord): boolean {
     if (this.#dead[record.rank] || this.#exited[record.rank]) return false;
     this.#dead[record.rank] = true;
+    this.#live = undefined;
     this.#records.push(record);
     return true;
   }
@@ -143,6 +156,7 @@ export class Membership {
   markExited(rank: number): boolean {
     if (this.#dead[rank] || this.#exited[rank]) return false;
     this.#exited[rank] = true;
+    this.#live = undefined;
     return true;
   }
 

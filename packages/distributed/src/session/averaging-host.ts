@@ -148,6 +148,9 @@ export class AveragingHost {
     const round = this.#round;
     if (round && round.pending.size > 0) await new Promise<void>((resolve) => (round.ready = resolve));
     const consensus = root.average();
+    // Folded: the contributions' buffers receive the next round's (no fresh memory per round).
+    for (const { rank, contribution } of received)
+      this.server.dataChannelOf(rank)?.recycle(contribution.tensors);
     if (consensus.length === 0) throw new Error(`round ${version}: no contribution had mass`);
     const totalMass = Object.values(masses).reduce((sum, mass) => sum + mass, 0);
     for (const rank of ranks) {

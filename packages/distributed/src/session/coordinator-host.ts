@@ -363,6 +363,9 @@ export class CoordinatorHost {
       masses[rank] = contribution.tensors.find((tensor) => tensor.name.startsWith('p:'))?.mass ?? 0;
     }
     const consensus = root.average();
+    // Folded: the contributions' buffers receive the next round's (no fresh memory per round).
+    for (const rank of accepted)
+      this.server.dataChannelOf(rank)?.recycle((reduce.received.get(rank) as ReceivedContribution).tensors);
     if (consensus.length === 0) throw new Error(`round ${reduce.version}: no contribution had mass`);
     const totalMass = Object.values(masses).reduce((sum, mass) => sum + mass, 0);
     // The consensus goes out on the data channels before the coordinator's Update; a rank

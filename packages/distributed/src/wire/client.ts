@@ -1,11 +1,18 @@
 import { connect as connectSocket, type Socket } from 'node:net';
 import { FlodlError, invalidArgument } from '@flodl/tensor-native';
+import { BULK_MAC_CAPABILITY } from './bulk-mac.js';
 import { decodeMessage, kindsOf } from './codec.js';
 import { WireConnection } from './connection.js';
 import { DATA_KINDS, DataChannel, type DataChannelOptions } from './data-channel.js';
 import { closedError, timeoutError } from './errors.js';
 import { clientHandshake, createHello, DEFAULT_HANDSHAKE_TIMEOUT_MS, HELLO_KINDS } from './handshake.js';
-import type { ChannelName, CoordinatorMessage, RankMessage, Welcome } from './messages.js';
+import {
+  type ChannelName,
+  type CoordinatorMessage,
+  MessageKind,
+  type RankMessage,
+  type Welcome,
+} from './messages.js';
 import { DEFAULT_WRITE_TIMEOUT_MS } from './writer.js';
 
 /** Kinds a rank accepts on its control channel after the handshake. */
@@ -182,11 +189,16 @@ export class ControlClient {
    */
   openDataChannel(options: DataChannelOptions = {}): Promise<DataChannel> {
     return openConnection(
-      this.options,
+      { ...this.options, capabilities: [...this.options.capabilities, BULK_MAC_CAPABILITY] },
       'data',
       DATA_KINDS,
       'on a data channel',
-      (connection) => new DataChannel(connection, this.options.rank, options),
+      (connection, welcome) => {
+        // The coordinator echoes the bulk tag when it speaks it; otherwise HMAC stays on every frame.
+        if (welcome.capabilities.includes(BULK_MAC_CAPABILITY))
+          connection.useBulkMac(MessageKind.TensorChunk);
+        return new DataChannel(connection, this.options.rank, options);
+      },
     );
   }
 

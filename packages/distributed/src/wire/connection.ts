@@ -1,8 +1,9 @@
 import type { Socket } from 'node:net';
 import { FlodlError } from '@flodl/tensor-native';
+import { deriveBulkKey } from './bulk-mac.js';
 import { encodeMessage } from './codec.js';
 import { closedError, WireError } from './errors.js';
-import type { Frame, WireKey } from './frame.js';
+import { type Frame, toKeyObject, type WireKey } from './frame.js';
 import type { WireMessage } from './messages.js';
 import { FrameReader } from './reader.js';
 import { DEFAULT_WRITE_TIMEOUT_MS, FrameWriter } from './writer.js';
@@ -47,6 +48,7 @@ export class WireConnection {
   /** When the last frame arrived (ms since the epoch); starts at the connection time. */
   lastHeardAt = Date.now();
   private closeHandlers: CloseHandler[] = [];
+  private sessionKeys: { receive: WireKey; send: WireKey } | undefined;
   private closedWith: { error: FlodlError | undefined } | undefined;
 
   constructor(
@@ -96,6 +98,18 @@ export class WireConnection {
   rekey(receiveKey: WireKey, sendKey: WireKey): void {
     this.reader.setKey(receiveKey);
     this.writer.setKey(sendKey);
+    this.sessionKeys = { receive: receiveKey, send: sendKey };
+  }
+
+  /**
+   * Authenticates later frames of `kind`, both directions, with ChaCha20-Poly1305 under keys
+   * derived from the session keys (after `rekey`; both peers agreed on it in the handshake).
+   */
+  useBulkMac(kind: number): void {
+    const keys = this.sessionKeys;
+    if (!keys) throw new Error('useBulkMac before the session keys');
+    this.reader.setBulkMac({ kind, key: deriveBulkKey(toKeyObject(keys.receive)) });
+    this.writer.setBulkMac({ kind, key: deriveBulkKey(toKeyObject(keys.send)) });
   }
 
   /**

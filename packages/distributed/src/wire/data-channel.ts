@@ -26,6 +26,8 @@ export interface DataChannelOptions {
   maxTensorBytes?: number;
   /** Received tensors held unread before the socket is paused. Default 256 MiB. */
   maxQueuedBytes?: number;
+  /** Bytes of recycled tensors ({@link DataChannel.recycle}) kept for reuse. Default 1 GiB. */
+  maxSpareBytes?: number;
 }
 
 /** A tensor to send: a live tensor (copied out once by `toBytes`), or bytes already on the host. */
@@ -102,11 +104,18 @@ export class DataChannel {
   private readonly chunkBytes: number;
   private readonly maxTensorBytes: number;
   private readonly maxQueuedBytes: number;
+  private readonly sendAheadBytes: number;
   private sending: Promise<void> = Promise.resolve();
   private contribution: { version: number; tensorCount: number; next: number } | undefined;
   private incoming: IncomingTensor | undefined;
   private readonly queue: ReceivedTensor[] = [];
   private queuedBytes = 0;
+  /** Buffers handed back by `recycle`, by byte length, for later tensors of that length. */
+  private readonly spare = new Map<number, Uint8Array[]>();
+  private spareBytes = 0;
+  private readonly maxSpareBytes: number;
+  /** The received tensor each buffer of this channel currently belongs to. */
+  private readonly owners = new WeakMap<ArrayBufferLike, ReceivedTensor>();
   private readonly waiters: {
     resolve: (tensor: ReceivedTensor) => void;
     reject: (error: unknown) => void;
@@ -131,6 +140,8 @@ export class DataChannel {
     }
     this.maxTensorBytes = options.maxTensorBytes ?? 1024 ** 3;
     this.maxQueuedBytes = options.maxQueuedBytes ?? 256 * 1024 * 1024;
+    this.maxSpareBytes = options.maxSpareBytes ?? 1024 ** 3;
+    this.sendAheadBytes = 2 * this.chunkBytes;
     connection.reader.payloadTarget = (header) => this.chunkTarget(header);
     connection.onFrame = (frame) => this.receiveFrame(frame);
     connection.onClose((error) => {
@@ -210,6 +221,33 @@ export class DataChannel {
     return { version: first.version, tensors };
   }
 
+  /**
+   * Hands received tensors back once their bytes are no longer needed (e.g. folded into a
+   * consensus): their buffers receive later tensors of the same size, so a steady stream of
+   * rounds stops allocating (and first-touching) fresh memory for every contribution. A tensor
+   * is taken back only once, and only while its buffer is still its own; the bytes of a recycled
+   * tensor must not be read again. Kept up to `maxSpareBytes`; the rest is left to the GC.
+   *
+   * @example
+   * const contribution = await channel.receiveContribution();
+   * root.add(rank, contribution.tensors);
+   * const consensus = root.average();
+   * channel.recycle(contribution.tensors);
+   */
+  recycle(tensors: readonly ReceivedTensor[]): void {
+    for (const tensor of tensors) {
+      const { buffer } = tensor.bytes;
+      const size = tensor.bytes.byteLength;
+      if (size === 0 || this.owners.get(buffer) !== tensor) continue;
+      this.owners.delete(buffer);
+      if (this.spareBytes + size > this.maxSpareBytes) continue;
+      const list = this.spare.get(size);
+      if (list) list.push(tensor.bytes);
+      else this.spare.set(size, [tensor.bytes]);
+      this.spareBytes += size;
+    }
+  }
+
   /** Ends the channel in order (what was sent is flushed first). */
   close(): void {
     this.connection.end();
@@ -224,16 +262,24 @@ export class DataChannel {
     const headers = tensors.map((entry) => encodeMessage(describeOutgoing(entry)).payload);
     await this.connection.sendRaw(begin.kind, begin.payload);
     try {
+      const socket = this.connection.socket;
+      let last: Promise<void> = Promise.resolve();
+      const write = async (kind: number, payload: Uint8Array): Promise<void> => {
+        if (this.connection.closed) await last;
+        last = this.connection.sendRaw(kind, payload);
+        last.catch(() => {}); // awaited below or at the end
+        // Frames queue without a wait until `sendAheadBytes` are unwritten: the socket keeps
+        // moving while the next frame is tagged (they are views of one tensor's bytes).
+        if (socket.writableLength > this.sendAheadBytes) await last;
+      };
       for (const [index, entry] of tensors.entries()) {
-        await this.connection.sendRaw(MessageKind.TensorBegin, headers[index]!);
+        await write(MessageKind.TensorBegin, headers[index]!);
         const bytes = 'tensor' in entry ? toBytes(entry.tensor) : entry.bytes;
         for (let offset = 0; offset < bytes.length; offset += this.chunkBytes) {
-          await this.connection.sendRaw(
-            MessageKind.TensorChunk,
-            bytes.subarray(offset, offset + this.chunkBytes),
-          );
+          await write(MessageKind.TensorChunk, bytes.subarray(offset, offset + this.chunkBytes));
         }
       }
+      await last;
     } catch (error) {
       // Half a contribution cannot be taken back: the channel is unusable from here.
       this.connection.fail(FlodlError.isInstance(error) ? error : closedError('DataChannel.send', error));
@@ -305,7 +351,7 @@ export class DataChannel {
       dtype: message.dtype,
       shape: message.shape,
       mass: message.mass,
-      bytes: new Uint8Array(byteLength),
+      bytes: this.buffer(byteLength),
       filled: 0,
     };
     this.incoming = incoming;
@@ -324,6 +370,7 @@ export class DataChannel {
       incoming.mass,
       incoming.bytes,
     );
+    if (tensor.bytes.byteLength > 0) this.owners.set(tensor.bytes.buffer, tensor);
     this.incoming = undefined;
     contribution.next += 1;
     if (contribution.next === contribution.tensorCount) this.contribution = undefined;
@@ -335,6 +382,14 @@ export class DataChannel {
     this.queue.push(tensor);
     this.queuedBytes += tensor.bytes.length;
     if (this.queuedBytes > this.maxQueuedBytes) this.connection.socket.pause();
+  }
+
+  /** A recycled buffer of `size` bytes, or a fresh one. */
+  private buffer(size: number): Uint8Array {
+    const reused = this.spare.get(size)?.pop();
+    if (reused === undefined) return new Uint8Array(size);
+    this.spareBytes -= size;
+    return reused;
   }
 
   private take(): ReceivedTensor | undefined {

@@ -1,5 +1,6 @@
-import { createHmac, type Hmac, type KeyObject, timingSafeEqual } from 'node:crypto';
+import { createHmac, type KeyObject, timingSafeEqual } from 'node:crypto';
 import { FlodlError, invalidArgument } from '@flodl/tensor-native';
+import { type BulkMac, bulkTagger, type FrameTagger } from './bulk-mac.js';
 import { ALL_KINDS, describeKind, kindName } from './codec.js';
 import { hex32, WireError } from './errors.js';
 import {
@@ -82,7 +83,10 @@ export class FrameReader {
   private readonly headerView = new DataView(this.header.buffer);
   private headerFilled = 0;
   private current: FrameHeader | undefined;
-  private hmac: Hmac | undefined;
+  private hmac: FrameTagger | undefined;
+  private bulk: BulkMac | undefined;
+  /** Times the expected 32-bit sequence wrapped (part of a bulk frame's nonce). */
+  private wraps = 0;
   private payload: Uint8Array | undefined;
   private payloadFilled = 0;
   private failure: FlodlError | undefined;
@@ -118,6 +122,11 @@ export class FrameReader {
   /** Verifies later frames with `key` (the next frame on, even within the current chunk). */
   setKey(key: WireKey): void {
     this.key = toKeyObject(key);
+  }
+
+  /** Verifies later frames of `bulk.kind` with ChaCha20-Poly1305 (see `BULK_MAC_CAPABILITY`). */
+  setBulkMac(bulk: BulkMac | undefined): void {
+    this.bulk = bulk;
   }
 
   /** Accepts only `kinds` from the next frame on; `from` says who sends them, for errors. */
@@ -257,7 +266,11 @@ export class FrameReader {
       sequence: view.getUint32(HEADER_OFFSET.sequence, true),
     };
     this.current = header;
-    this.hmac = createHmac('sha256', this.key);
+    // The nonce is the frame's expected position: a frame out of place fails its tag.
+    this.hmac =
+      this.bulk?.kind === header.kind
+        ? bulkTagger(this.bulk, this.expectedSequence, this.wraps)
+        : createHmac('sha256', this.key);
     this.hmac.update(this.header.subarray(0, SIGNED_HEADER_BYTES));
     this.payloadFilled = 0;
     const target = header.payloadLength > 0 && this.payloadTarget ? this.payloadTarget(header) : undefined;
@@ -292,6 +305,7 @@ export class FrameReader {
       });
     }
     this.expectedSequence = (this.expectedSequence + 1) >>> 0;
+    if (this.expectedSequence === 0) this.wraps += 1;
     const payload = this.payload ?? new Uint8Array(0);
     this.current = undefined;
     this.hmac = undefined;

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { createServer, type Server, type Socket } from 'node:net';
 import { FlodlError, invalidArgument } from '@flodl/tensor-native';
+import { BULK_MAC_CAPABILITY } from './bulk-mac.js';
 import { decodeMessage, kindsOf } from './codec.js';
 import { WireConnection } from './connection.js';
 import { DATA_KINDS, DataChannel, type DataChannelOptions } from './data-channel.js';
@@ -13,7 +14,13 @@ import {
   deriveSessionKeys,
   HELLO_KINDS,
 } from './handshake.js';
-import type { ChannelName, CoordinatorMessage, Hello, RankMessage } from './messages.js';
+import {
+  type ChannelName,
+  type CoordinatorMessage,
+  type Hello,
+  MessageKind,
+  type RankMessage,
+} from './messages.js';
 import { DEFAULT_WRITE_TIMEOUT_MS } from './writer.js';
 
 /** Kinds a coordinator accepts on a control connection after the handshake. */
@@ -372,6 +379,8 @@ export class ControlServer extends EventEmitter<ControlServerEvents> {
         return;
       }
       const serverNonce = createNonce();
+      // A data channel whose rank offers the fast bulk tag gets it (echoed in the Welcome).
+      const bulkMac = hello.channel === 'data' && hello.capabilities.includes(BULK_MAC_CAPABILITY);
       connection
         .send({
           type: 'Welcome',
@@ -379,11 +388,14 @@ export class ControlServer extends EventEmitter<ControlServerEvents> {
           rank: hello.rank,
           worldSize: this.options.worldSize,
           nonce: serverNonce,
-          capabilities: this.options.capabilities,
+          capabilities: bulkMac
+            ? [...this.options.capabilities, BULK_MAC_CAPABILITY]
+            : this.options.capabilities,
         })
         .catch(() => {});
       const keys = deriveSessionKeys(this.options.secret, hello.nonce, serverNonce);
       connection.rekey(keys.clientToServer, keys.serverToClient);
+      if (bulkMac) connection.useBulkMac(MessageKind.TensorChunk);
       endHandshake();
       this.stats.handshakesCompleted += 1;
       identity = { rank: hello.rank, channel: hello.channel };

@@ -1,8 +1,18 @@
 import type { KeyObject } from 'node:crypto';
 import type { Writable } from 'node:stream';
 import { invalidArgument } from '@flodl/tensor-native';
+import { type BulkMac, bulkTagger } from './bulk-mac.js';
 import { closedError, timeoutError } from './errors.js';
-import { encodeFrameHeader, MAX_PAYLOAD_BYTES, toKeyObject, type WireKey } from './frame.js';
+import {
+  encodeFrameHeader,
+  FRAME_HEADER_BYTES,
+  HEADER_OFFSET,
+  MAX_PAYLOAD_BYTES,
+  SIGNED_HEADER_BYTES,
+  toKeyObject,
+  type WireKey,
+  writeSignedHeader,
+} from './frame.js';
 
 /** Default bound on waiting for a peer to read (a "write stall"), ms. */
 export const DEFAULT_WRITE_TIMEOUT_MS = 30_000;
@@ -104,6 +114,9 @@ export interface FrameWriterOptions {
 export class FrameWriter {
   private key: KeyObject;
   private sequence: number;
+  /** Times the 32-bit sequence wrapped (part of a bulk frame's nonce). */
+  private wraps = 0;
+  private bulk: BulkMac | undefined;
   private readonly writeTimeoutMs: number;
 
   constructor(
@@ -123,6 +136,11 @@ export class FrameWriter {
   /** Signs later frames with `key`. */
   setKey(key: WireKey): void {
     this.key = toKeyObject(key);
+  }
+
+  /** Tags later frames of `bulk.kind` with ChaCha20-Poly1305 (see `BULK_MAC_CAPABILITY`). */
+  setBulkMac(bulk: BulkMac | undefined): void {
+    this.bulk = bulk;
   }
 
   /**
@@ -149,8 +167,22 @@ export class FrameWriter {
     }
     if (this.socket.destroyed || this.socket.writableEnded)
       return Promise.reject(closedError('FrameWriter.write'));
-    const header = encodeFrameHeader(this.key, { kind, sequence: this.sequence }, parts, length);
+    const header =
+      this.bulk?.kind === kind
+        ? this.bulkHeader(this.bulk, kind, parts, length)
+        : encodeFrameHeader(this.key, { kind, sequence: this.sequence }, parts, length);
     this.sequence = (this.sequence + 1) >>> 0;
+    if (this.sequence === 0) this.wraps += 1;
     return sendFrame(this.socket, [header, ...parts], { timeoutMs: this.writeTimeoutMs });
+  }
+
+  private bulkHeader(bulk: BulkMac, kind: number, parts: readonly Uint8Array[], length: number): Uint8Array {
+    const header = new Uint8Array(FRAME_HEADER_BYTES);
+    writeSignedHeader(header, { kind, sequence: this.sequence }, length);
+    const tagger = bulkTagger(bulk, this.sequence, this.wraps);
+    tagger.update(header.subarray(0, SIGNED_HEADER_BYTES));
+    for (const part of parts) tagger.update(part);
+    header.set(tagger.digest(), HEADER_OFFSET.tag);
+    return header;
   }
 }

@@ -139,6 +139,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   #shutdown = false;
   #throttled = false;
   #throttledAt = 0;
+  #roundsHeld = 0;
   #disposed = false;
 
   constructor(options: RankRuntimeOptions<M>) {
@@ -174,6 +175,11 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   }
 
   /** Realized steps since this rank's state last entered an averaging round (the reduce mass). */
+  get #lockstep(): boolean {
+    const mode = this.session?.mode;
+    return mode === 'CpuSync' || mode === 'NcclSync';
+  }
+
   get stepsSinceAvg(): number {
     return this.session ? this.session.windowSteps : this.#stepsSinceAvg;
   }
@@ -298,6 +304,18 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       session.control.send({ type: 'LrUpdate', lr });
     }
     await this.serviceControl();
+    // Sync modes train in lockstep: every step is followed by its averaging round (the
+    // coordinator fires one as soon as every rank has a step), so each round averages exactly
+    // one step per rank and a run is a deterministic function of its seed, data and world size.
+    // After a plan's last batch the rank goes idle instead, where it services rounds anyway.
+    if (this.#lockstep && state.batchDone < Math.floor(state.picks.length / this.batchSize)) {
+      const target = this.#roundsHeld + 1;
+      while (session.version < target && !this.shutdownSeen) {
+        await sleep(1);
+        await this.serviceControl();
+      }
+    }
+    this.#roundsHeld = session.version;
     if (this.shutdownSeen) state.shutdown = true;
   }
 

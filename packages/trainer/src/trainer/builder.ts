@@ -242,10 +242,12 @@ export function startRun<M extends AnyModule>(spec: RunSpec<M>): TrainerHandle {
   const abort = new AbortController();
   let runtime: RankRuntime<M> | undefined;
   let stopped = false;
+  let stopCluster: (() => void) | undefined;
   const stop = (): void => {
     stopped = true;
     runtime?.requestStop();
-    if (role.kind === 'launcher') abort.abort();
+    // Before the coordinator formed there is nothing to stop gracefully: stop the ranks.
+    if (role.kind === 'launcher') (stopCluster ?? (() => abort.abort()))();
   };
   if (role.kind === 'coordinator') {
     // This process only hosts the coordinator of an externally launched run.
@@ -269,13 +271,17 @@ export function startRun<M extends AnyModule>(spec: RunSpec<M>): TrainerHandle {
         process.exit(0);
       },
       stop,
+      role.launchedBy === 'flodl',
     );
   }
   if (role.kind === 'launcher') {
     return new TrainerHandle(
       options.devices.length,
       options.devices,
-      (handle) => runLauncher(spec, handle, abort.signal),
+      (handle) =>
+        runLauncher(spec, handle, abort.signal, (graceful) => {
+          stopCluster = graceful;
+        }),
       stop,
     );
   }

@@ -34,6 +34,12 @@ export class TrainerHandle {
     readonly devices: readonly Device[],
     start: (handle: TrainerHandle) => Promise<TrainedRun>,
     stop: () => void,
+    /**
+     * True in a rank process of a cluster run: the script goes on past `run()` there too (as
+     * in PyTorch's processes), but the run's view (metrics, evals, `join`) is the launching
+     * process's; print from `!handle.isRank`.
+     */
+    readonly isRank = false,
   ) {
     this.#stop = stop;
     this.#result = start(this).finally(() => {

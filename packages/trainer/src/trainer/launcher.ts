@@ -28,6 +28,7 @@ export async function runLauncher<M extends AnyModule>(
   spec: RunSpec<M>,
   handle: TrainerHandle,
   signal: AbortSignal,
+  onStopper: (stop: () => void) => void = () => undefined,
 ): Promise<TrainedRun> {
   const options = spec.options;
   const script = process.argv[1];
@@ -86,6 +87,12 @@ export async function runLauncher<M extends AnyModule>(
           onAttached: (attached) => {
             host = attached;
             monitor.attach(attached);
+            // A graceful stop: every rank ends after its step in flight and reports its state.
+            onStopper(() => {
+              attached.server
+                .broadcast({ type: 'ShutdownWithSave', reason: 'GracefulShutdown' })
+                .catch(() => undefined);
+            });
           },
           onNotice,
           onError: (error) => warnCallback('coordinator', error),

@@ -60,34 +60,86 @@ const WALL_TOLERANCE = 1e-9;
  * wall (batch counts until calibrated); `Async` — every rank reached its batch count.
  */
 export function shouldAverage(inputs: TriggerInputs): TriggerDecision {
+  const verdict = averagingVerdict(inputs);
+  return verdict.fire ? verdict : { fire: false, blockedBy: verdict.blockedBy };
+}
+
+/** {@link shouldAverage}'s verdict, naming the rank that holds the gate when one does. */
+export type AveragingVerdict =
+  | { readonly fire: true }
+  | {
+      readonly fire: false;
+      readonly blockedBy: AveragingGate;
+      /** `zero-step-rank` and `trigger`: the lowest live rank that holds the gate. */
+      readonly rank?: number;
+    };
+
+/**
+ * {@link shouldAverage} with the rank that holds the gate. Until that rank's own state
+ * changes (its batches, throttle or work) or the cohort's does (a death, a round, new
+ * counts), no other rank's batch can open the gate: a caller may skip re-deciding on those.
+ */
+export function averagingVerdict(inputs: TriggerInputs): AveragingVerdict {
   if (inputs.roundInFlight) return { fire: false, blockedBy: 'round-in-flight' };
   if (inputs.rankExited) return { fire: false, blockedBy: 'rank-exited' };
   if (inputs.reforming) return { fire: false, blockedBy: 'nccl-reforming' };
-  const ranks = inputs.live.flatMap((alive, rank) => (alive ? [rank] : []));
-  const stepsOf = (rank: number) => inputs.steps[rank] ?? 0;
-  if (!ranks.some((rank) => stepsOf(rank) > 0)) return { fire: false, blockedBy: 'no-steps' };
+  const { live } = inputs;
+  const stepsOf = (rank: number): number => inputs.steps[rank] ?? 0;
+  let anySteps = false;
+  for (let rank = 0; rank < live.length && !anySteps; rank += 1)
+    anySteps = live[rank] === true && stepsOf(rank) > 0;
+  if (!anySteps) return { fire: false, blockedBy: 'no-steps' };
   if (inputs.flush) {
     return { fire: true };
   }
-  const zeroStep = ranks.some(
-    (rank) => stepsOf(rank) === 0 && (inputs.backend === 'Nccl' || !inputs.starved[rank]),
-  );
-  if (zeroStep) return { fire: false, blockedBy: 'zero-step-rank' };
-  const met = (rank: number): boolean => {
-    if (inputs.starved[rank]) return true;
-    switch (inputs.policy) {
-      case 'Sync':
-        return stepsOf(rank) >= 1;
-      case 'Cadence':
-        if (inputs.calibrated && inputs.anchorWallMs > 0) {
-          return (inputs.elapsedMs[rank] ?? 0) >= inputs.anchorWallMs * (1 - WALL_TOLERANCE);
-        }
-        return stepsOf(rank) >= (inputs.counts[rank] ?? 1);
-      case 'Async':
-        return stepsOf(rank) >= (inputs.counts[rank] ?? 1);
-    }
-  };
-  return ranks.every(met) ? { fire: true } : { fire: false, blockedBy: 'trigger' };
+  const starvedOf = (rank: number): boolean => inputs.starved[rank] === true;
+  for (let rank = 0; rank < live.length; rank += 1) {
+    if (live[rank] && holdsAtZeroSteps(inputs.backend, stepsOf(rank), starvedOf(rank)))
+      return { fire: false, blockedBy: 'zero-step-rank', rank };
+  }
+  for (let rank = 0; rank < live.length; rank += 1) {
+    if (!live[rank]) continue;
+    const figures = {
+      steps: stepsOf(rank),
+      elapsedMs: inputs.elapsedMs[rank] ?? 0,
+      count: inputs.counts[rank],
+      starved: starvedOf(rank),
+    };
+    if (!meetsTrigger(inputs, figures)) return { fire: false, blockedBy: 'trigger', rank };
+  }
+  return { fire: true };
+}
+
+/** A live rank at 0 steps holds every round under NCCL (the collective would hang), and on CPU unless starved. */
+export function holdsAtZeroSteps(backend: AverageBackend, steps: number, starved: boolean): boolean {
+  return steps === 0 && (backend === 'Nccl' || !starved);
+}
+
+/**
+ * One live rank's part of the trigger: starved, or (Sync) a step, (Cadence) its window's wall
+ * at the anchor wall (its batch count until calibrated), (Async) its batch count.
+ */
+export function meetsTrigger(
+  cohort: Pick<TriggerInputs, 'policy' | 'calibrated' | 'anchorWallMs'>,
+  rank: {
+    readonly steps: number;
+    readonly elapsedMs: number;
+    readonly count: number | undefined;
+    readonly starved: boolean;
+  },
+): boolean {
+  if (rank.starved) return true;
+  switch (cohort.policy) {
+    case 'Sync':
+      return rank.steps >= 1;
+    case 'Cadence':
+      if (cohort.calibrated && cohort.anchorWallMs > 0) {
+        return rank.elapsedMs >= cohort.anchorWallMs * (1 - WALL_TOLERANCE);
+      }
+      return rank.steps >= (rank.count ?? 1);
+    case 'Async':
+      return rank.steps >= (rank.count ?? 1);
+  }
 }
 
 /** Why a CPU rank must pause until the next reduce. */
@@ -113,15 +165,44 @@ export interface ThrottleInputs {
  * more than it.
  */
 export function throttleReason(inputs: ThrottleInputs): ThrottleReason | undefined {
+  return throttleReasonOf({
+    policy: inputs.policy,
+    backend: inputs.backend,
+    steps: inputs.steps[inputs.rank] ?? 0,
+    count: inputs.counts[inputs.rank] ?? 0,
+    overshoot: inputs.overshoot,
+    maxBatchDiff: inputs.maxBatchDiff,
+    slowestSteps: () => {
+      let slowest = Number.POSITIVE_INFINITY;
+      inputs.live.forEach((alive, rank) => {
+        if (alive) slowest = Math.min(slowest, inputs.steps[rank] ?? 0);
+      });
+      return slowest;
+    },
+  });
+}
+
+/**
+ * {@link throttleReason} for one rank from its own figures; the cohort's slowest step count is
+ * asked for only when `maxBatchDiff` is set (the one case that needs every rank).
+ */
+export function throttleReasonOf(inputs: {
+  readonly policy: ApplyPolicy;
+  readonly backend: AverageBackend;
+  /** The rank's steps in its open window. */
+  readonly steps: number;
+  /** The rank's ElChe batch count. */
+  readonly count: number;
+  readonly overshoot: number;
+  readonly maxBatchDiff: number | undefined;
+  /** The fewest steps of a live rank (infinite for none). */
+  readonly slowestSteps: () => number;
+}): ThrottleReason | undefined {
   if (inputs.backend !== 'Cpu') return undefined;
-  const steps = inputs.steps[inputs.rank] ?? 0;
-  if (inputs.policy === 'Async' && steps >= (inputs.counts[inputs.rank] ?? 0) + inputs.overshoot)
-    return 'overshoot';
+  const { steps } = inputs;
+  if (inputs.policy === 'Async' && steps >= inputs.count + inputs.overshoot) return 'overshoot';
   if (inputs.maxBatchDiff !== undefined) {
-    let slowest = Number.POSITIVE_INFINITY;
-    inputs.live.forEach((alive, rank) => {
-      if (alive) slowest = Math.min(slowest, inputs.steps[rank] ?? 0);
-    });
+    const slowest = inputs.slowestSteps();
     if (Number.isFinite(slowest) && steps - slowest > inputs.maxBatchDiff) return 'batch-diff';
   }
   return undefined;

@@ -136,6 +136,11 @@ export class WindowLedger {
     return this.#live[rank]?.steps ?? 0;
   }
 
+  /** `rank`'s elapsed (compute + data) ms in its open window. */
+  elapsed(rank: number): number {
+    return this.#live[rank]?.elapsedMs ?? 0;
+  }
+
   /** Per-rank steps of the open windows. */
   stepsAll(): number[] {
     return this.#live.map((window) => window.steps);

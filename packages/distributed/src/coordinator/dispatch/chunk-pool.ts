@@ -29,6 +29,10 @@ export class ChunkPool {
   #chunksSent: number[];
   #outstanding: SampleRange[][];
   #reclaimed: SampleRange[] = [];
+  /** Σ residues + Σ reclaimed sizes, kept as ranges move (what `remaining()` reports). */
+  #unassigned: number;
+  /** Σ per-rank in-flight samples, kept as chunks are recorded, completed and forfeited. */
+  #inFlightTotal = 0;
 
   /** A pool over `Σ spanSizes` samples laid out as contiguous spans in rank order. */
   constructor(epoch: number, spanSizes: readonly number[], startedAt = 0) {
@@ -43,6 +47,7 @@ export class ChunkPool {
       at += size;
     }
     this.totalSamples = at;
+    this.#unassigned = at;
     const worldSize = spanSizes.length;
     this.#dispatched = new Array<number>(worldSize).fill(0);
     this.#completed = new Array<number>(worldSize).fill(0);
@@ -113,8 +118,11 @@ export class ChunkPool {
       reclaimed += range.size;
       this.#reclaimed.push(range);
     }
+    this.#unassigned += reclaimed;
     this.#outstanding[rank] = [];
+    const before = this.inFlight(rank);
     this.#dispatched[rank] = Math.max(0, (this.#dispatched[rank] ?? 0) - reclaimed);
+    this.#inFlightTotal += this.inFlight(rank) - before;
     return reclaimed;
   }
 
@@ -125,7 +133,9 @@ export class ChunkPool {
    */
   markCompleted(rank: number, samples: number): void {
     const dispatched = this.#dispatched[rank] ?? 0;
+    const before = this.inFlight(rank);
     this.#completed[rank] = Math.min(dispatched, (this.#completed[rank] ?? 0) + samples);
+    this.#inFlightTotal += this.inFlight(rank) - before;
     let left = samples;
     const outstanding = this.#outstanding[rank] ?? [];
     while (left > 0 && outstanding.length > 0) {
@@ -142,10 +152,7 @@ export class ChunkPool {
 
   /** Samples not yet assigned: every residue plus reclaimed ranges. */
   remaining(): number {
-    let sum = 0;
-    for (let rank = 0; rank < this.worldSize; rank++) sum += this.residue(rank);
-    for (const range of this.#reclaimed) sum += range.size;
-    return sum;
+    return this.#unassigned;
   }
 
   /** Samples dispatched to `rank` and not completed. */
@@ -155,9 +162,7 @@ export class ChunkPool {
 
   /** True once every sample is assigned and every assignment completed. */
   isComplete(): boolean {
-    if (this.remaining() > 0) return false;
-    for (let rank = 0; rank < this.worldSize; rank++) if (this.inFlight(rank) > 0) return false;
-    return true;
+    return this.#unassigned === 0 && this.#inFlightTotal === 0;
   }
 
   /** Samples `rank` completed in this epoch. */
@@ -181,7 +186,11 @@ export class ChunkPool {
   }
 
   #record(rank: number, range: SampleRange): SampleRange {
+    // Every range handed out leaves a residue or the reclaimed queue.
+    this.#unassigned -= range.size;
+    const before = this.inFlight(rank);
     this.#dispatched[rank] = (this.#dispatched[rank] ?? 0) + range.size;
+    this.#inFlightTotal += this.inFlight(rank) - before;
     this.#chunksSent[rank] = (this.#chunksSent[rank] ?? 0) + 1;
     this.#outstanding[rank]?.push(range);
     return range;

@@ -31,6 +31,26 @@ export interface ChunkSizingInputs {
   readonly totalSamples: number;
   readonly batchSize: number;
   readonly minChunkBatches: number;
+  /**
+   * `live`'s ranks and Σ over them of `max(minChunk, counts[r])`, when the caller already has
+   * them (they depend on `live` and `counts` only; the dispatcher keeps them per decision, so
+   * a chunk costs O(1) outside the tail).
+   */
+  readonly cohort?: { readonly liveRanks: readonly number[]; readonly roundBatches: number };
+}
+
+/** `inputs.cohort` as {@link chunkBatches} reads it, computed from `live` and `counts`. */
+export function chunkCohort(
+  live: readonly boolean[],
+  counts: readonly number[],
+  minChunkBatches: number,
+): { liveRanks: number[]; roundBatches: number } {
+  const liveRanks = live.flatMap((alive, index) => (alive ? [index] : []));
+  const roundBatches = liveRanks.reduce(
+    (sum, index) => sum + Math.max(minChunkBatches, counts[index] ?? 0),
+    0,
+  );
+  return { liveRanks, roundBatches };
 }
 
 /**
@@ -46,13 +66,13 @@ export interface ChunkSizingInputs {
 export function chunkBatches(inputs: ChunkSizingInputs): number {
   const { rank, remainingBatches: remaining, minChunkBatches: minimum } = inputs;
   if (remaining <= 0) return 0;
-  const liveRanks = inputs.live.flatMap((alive, index) => (alive ? [index] : []));
+  const { liveRanks, roundBatches: round } =
+    inputs.cohort ?? chunkCohort(inputs.live, inputs.counts, minimum);
   let size: number;
   if (!inputs.calibrated) {
     size = probeChunkBatches(inputs.totalSamples, Math.max(1, liveRanks.length), inputs.batchSize, minimum);
   } else {
     size = Math.max(minimum, inputs.counts[rank] ?? 0);
-    const round = liveRanks.reduce((sum, index) => sum + Math.max(minimum, inputs.counts[index] ?? 0), 0);
     if (remaining < round) size = Math.min(size, tailShare(inputs, liveRanks));
   }
   size = Math.max(minimum, size);

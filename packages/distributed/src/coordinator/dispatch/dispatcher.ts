@@ -1,6 +1,6 @@
 import type { ApplyPolicy } from '../config.js';
 import { ChunkPool } from './chunk-pool.js';
-import { chunkBatches } from './chunk-sizing.js';
+import { chunkBatches, chunkCohort } from './chunk-sizing.js';
 import { type EpochPlan, usableSamples } from './epoch-plan.js';
 import { equalShares } from './partition.js';
 import { reservationSpans } from './reservations.js';
@@ -57,12 +57,23 @@ export class EpochDispatcher {
   #pools = new Map<number, ChunkPool>();
   #lastAggregated = -1;
   #doneInFlight: number[];
+  /** The last cohort figures for chunk sizing and the lists they came from. */
+  #cohort:
+    | {
+        live: readonly boolean[];
+        counts: readonly number[];
+        figures: { liveRanks: number[]; roundBatches: number };
+      }
+    | undefined;
+  /** Ranks with no samples in flight (the only ones `nextChunk` can serve). */
+  #idle = new Set<number>();
 
   constructor(options: EpochDispatcherOptions) {
     this.options = options;
     this.epochSamples = usableSamples(options.totalSamples, options.batchSize);
     this.epochBatches = this.epochSamples / options.batchSize;
     this.#doneInFlight = new Array<number>(options.worldSize).fill(0);
+    for (let rank = 0; rank < options.worldSize; rank++) this.#idle.add(rank);
   }
 
   /** The lowest epoch not yet aggregated (the one barrier-paced ranks work on). */
@@ -101,6 +112,7 @@ export class EpochDispatcher {
       if (!context.live[rank]) continue;
       if (!this.options.progressive) {
         const range = pool.takeChunk(pool.residue(rank), rank);
+        this.#refreshIdle(rank);
         if (range)
           plans.push({ rank, plan: { epoch, partitionOffset: range.offset, partitionSize: range.size } });
         continue;
@@ -121,6 +133,8 @@ export class EpochDispatcher {
     if (epoch === undefined) return undefined;
     const pool = this.#ensurePool(epoch, context);
     const { batchSize } = this.options;
+    let inFlight: number[] | undefined;
+    const inFlightOf = (index: number): number => this.inFlightBatches(index);
     const batches = chunkBatches({
       rank,
       remainingBatches: Math.floor(pool.remaining() / batchSize),
@@ -128,13 +142,19 @@ export class EpochDispatcher {
       counts: context.counts,
       msPerBatch: context.msPerBatch,
       live: context.live,
-      inFlightBatches: context.live.map((_, index) => this.inFlightBatches(index)),
+      // Read only by the tail balance: built when it asks, not for every chunk.
+      get inFlightBatches() {
+        inFlight ??= context.live.map((_, index) => inFlightOf(index));
+        return inFlight;
+      },
       totalSamples: this.options.totalSamples,
       batchSize,
       minChunkBatches: this.options.minChunkBatches,
+      cohort: this.#cohortOf(context),
     });
     const range = pool.takeChunk(batches * batchSize, rank, this.options.minChunkBatches * batchSize);
     if (!range) return undefined;
+    this.#idle.delete(rank);
     this.#doneInFlight[rank] = 0;
     return { epoch, partitionOffset: range.offset, partitionSize: range.size };
   }
@@ -155,6 +175,7 @@ export class EpochDispatcher {
     const pool = this.#pools.get(epoch);
     if (!pool) return false;
     pool.markCompleted(rank, samples);
+    this.#refreshIdle(rank);
     this.#doneInFlight[rank] = Math.max(
       0,
       (this.#doneInFlight[rank] ?? 0) - samples / this.options.batchSize,
@@ -191,6 +212,17 @@ export class EpochDispatcher {
   markAggregated(epoch: number): void {
     this.#lastAggregated = Math.max(this.#lastAggregated, epoch);
     this.#pools.delete(epoch);
+    for (let rank = 0; rank < this.options.worldSize; rank++) this.#refreshIdle(rank);
+  }
+
+  /** Ranks with no samples in flight, ascending: the ones a chunk can go to. */
+  idleRanks(): number[] {
+    return [...this.#idle].sort((left, right) => left - right);
+  }
+
+  #refreshIdle(rank: number): void {
+    if (this.inFlightSamples(rank) === 0) this.#idle.add(rank);
+    else this.#idle.delete(rank);
   }
 
   /**
@@ -206,6 +238,7 @@ export class EpochDispatcher {
       reclaimed += pool.forfeit(rank, credited);
     }
     this.#doneInFlight[rank] = 0;
+    this.#refreshIdle(rank);
     return reclaimed;
   }
 
@@ -228,6 +261,7 @@ export class EpochDispatcher {
         let left = share * batchSize;
         while (left > 0) {
           const range = pool.takeChunk(left, rank);
+          this.#refreshIdle(rank);
           if (!range) break;
           extensions.push({ rank, epoch: pool.epoch, offset: range.offset, size: range.size });
           left -= range.size;
@@ -235,6 +269,19 @@ export class EpochDispatcher {
       });
     }
     return extensions;
+  }
+
+  /**
+   * The cohort figures for chunk sizing: computed once per distinct `live` and `counts` (they
+   * change at deaths and at rounds), not for every chunk.
+   */
+  #cohortOf(context: DispatchContext): { liveRanks: number[]; roundBatches: number } {
+    const last = this.#cohort;
+    if (last && sameValues(last.live, context.live) && sameValues(last.counts, context.counts))
+      return last.figures;
+    const figures = chunkCohort(context.live, context.counts, this.options.minChunkBatches);
+    this.#cohort = { live: context.live, counts: context.counts, figures };
+    return figures;
   }
 
   #servingEpoch(context: DispatchContext): number | undefined {
@@ -272,4 +319,11 @@ function sumResidues(pool: ChunkPool): number {
   let sum = 0;
   for (let rank = 0; rank < pool.worldSize; rank++) sum += pool.residue(rank);
   return sum;
+}
+
+function sameValues<T>(left: readonly T[], right: readonly T[]): boolean {
+  if (left === right) return true;
+  if (left.length !== right.length) return false;
+  for (let index = 0; index < left.length; index++) if (left[index] !== right[index]) return false;
+  return true;
 }

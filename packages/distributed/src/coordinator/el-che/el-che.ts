@@ -200,6 +200,10 @@ export class ElChe {
   get batchCounts(): readonly number[] {
     return [...this.#batchCounts];
   }
+  /** `batchCounts[rank]` without copying the list (0 for an unknown rank). */
+  batchCount(rank: number): number {
+    return this.#batchCounts[rank] ?? 0;
+  }
   /** Calibrations so far (successful timing reports). */
   get calibrationCount(): number {
     return this.#calibrationCount;

@@ -1,0 +1,32 @@
+// The managed-vs-hand-written benchmark runs end to end on tiny settings (no timing is asserted).
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const bench = join(dirname(fileURLToPath(import.meta.url)), '..', 'bench', 'managed.ts');
+const hasData = existsSync('/usr/share/datasets/fashion-mnist');
+
+describe('bench:managed', () => {
+  it.skipIf(!hasData)('reports both loops and their ratio as JSON', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'flodl-bench-'));
+    try {
+      const out = join(dir, 'result.json');
+      const child = spawnSync(
+        process.execPath,
+        ['--import', 'tsx', bench, '--samples', '512', '--rounds', '1', '--threads', '1', '--json', out],
+        { encoding: 'utf8', timeout: 120_000 },
+      );
+      expect(child.status, child.stderr).toBe(0);
+      const result = JSON.parse(readFileSync(out, 'utf8'));
+      expect(result.samples).toBe(512);
+      expect(result.handWritten.median).toBeGreaterThan(0);
+      expect(result.managed.median).toBeGreaterThan(0);
+      expect(result.ratio.median).toBeGreaterThan(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,6 +1,7 @@
 // Watching a managed run from the process that owns its view (the single-device process, or
 // the launcher of a cluster): the progress display, the metrics log and the dashboard.
 
+import { basename } from 'node:path';
 import {
   type CoordinatorHost,
   type CoordinatorNotice,
@@ -44,6 +45,7 @@ export type MonitorOptions = Pick<
 
 /** What the run is, for the log's first line and the ETA. */
 export interface MonitoredRun {
+  /** The run's label in the log and the dashboard's title. Default: the entry script's file name. */
   name?: string;
   mode?: string;
   worldSize: number;
@@ -55,12 +57,14 @@ export interface MonitoredRun {
  */
 export async function openRunMonitor(options: MonitorOptions, run: MonitoredRun): Promise<RunMonitor> {
   const progress = createProgress(options.progress ?? true);
+  const script = process.argv[1];
+  const name = run.name ?? (script ? basename(script) : undefined);
   const epochs = options.numEpochs;
   const needsRecorder = options.metricsLog !== undefined || options.dashboard !== undefined;
   const recorder = needsRecorder
     ? new RunRecorder({
         run: {
-          ...(run.name ? { name: run.name } : {}),
+          ...(name ? { name } : {}),
           ...(run.mode ? { mode: run.mode } : {}),
           worldSize: run.worldSize,
           epochs,
@@ -76,7 +80,7 @@ export async function openRunMonitor(options: MonitorOptions, run: MonitoredRun)
         recorder,
         port: options.dashboard.port,
         ...(options.dashboard.host ? { host: options.dashboard.host } : {}),
-        ...(run.name ? { title: run.name } : {}),
+        ...(name ? { title: name } : {}),
         announce: (line) => (progress.enabled ? progress.log(line) : process.stdout.write(`${line}\n`)),
       });
     } catch (error) {
@@ -84,7 +88,7 @@ export async function openRunMonitor(options: MonitorOptions, run: MonitoredRun)
       throw error;
     }
   }
-  progress.start({ epochs, ...(run.name ? { label: run.name } : {}) });
+  progress.start({ epochs });
   const batches = Math.floor(options.dataset.length / options.batchSize);
   let stopObserving: (() => void) | undefined;
 

@@ -536,6 +536,8 @@ export {
   type Collate,
   cohortProgress,
   createProgress,
+  createSingleRuntime,
+  createWatchedSingleRuntime,
   type DashboardSetting,
   DataLoader,
   type DataLoaderOptions,

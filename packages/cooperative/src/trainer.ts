@@ -4,12 +4,11 @@ import {
   type AnyModule,
   cohortProgress,
   createProgress,
-  createSingleRuntime,
+  createWatchedSingleRuntime,
   detectRole,
   joinClusterRank,
   type ModelFactory,
   type OptimizerFactory,
-  openRunMonitor,
   prepareExternalRank,
   startRun,
   TrainerBuilder,
@@ -35,15 +34,7 @@ export class CooperativeTrainerBuilder<M extends AnyModule = AnyModule> extends 
     const role = detectRole(spec.options.devices);
     if (role.kind === 'single') {
       // This process owns the run's view: the progress display, the metrics log, the dashboard.
-      const monitor = await openRunMonitor(spec.options, { worldSize: 1 });
-      let created: ReturnType<typeof createSingleRuntime<M>>;
-      try {
-        created = createSingleRuntime(spec, (step) => monitor.step(step, created.optimizer.getLr()));
-      } catch (error) {
-        await monitor.close('Failed');
-        throw error;
-      }
-      const { runtime } = created;
+      const { runtime, monitor } = await createWatchedSingleRuntime(spec);
       return new Worker<M>({
         kind: 'single',
         runtime,

@@ -7,7 +7,7 @@ import { RankRuntime, type RuntimeStep } from '../runtime/rank-runtime.js';
 import type { AnyModule } from '../runtime/types.js';
 import { buildRank, callbacksOf, warnCallback } from './build-rank.js';
 import type { TrainedRun, TrainerHandle } from './handle.js';
-import { openRunMonitor } from './run-monitor.js';
+import { openRunMonitor, type RunMonitor } from './run-monitor.js';
 import type { RunSpec } from './spec.js';
 
 /**
@@ -39,6 +39,26 @@ export function createSingleRuntime<M extends AnyModule>(
   return { runtime, model, optimizer };
 }
 
+/**
+ * {@link createSingleRuntime} with the run's monitor (the progress display, the metrics log, the
+ * dashboard, as the options ask) fed from every step; the caller closes the monitor.
+ */
+export async function createWatchedSingleRuntime<M extends AnyModule>(
+  spec: RunSpec<M>,
+): Promise<{ runtime: RankRuntime<M>; model: M; optimizer: Optimizer; monitor: RunMonitor }> {
+  const monitor = await openRunMonitor(spec.options, { worldSize: 1 });
+  try {
+    const created: { runtime: RankRuntime<M>; model: M; optimizer: Optimizer } = createSingleRuntime(
+      spec,
+      (step) => monitor.step(step, created.optimizer.getLr()),
+    );
+    return { ...created, monitor };
+  } catch (error) {
+    await monitor.close('Failed');
+    throw error;
+  }
+}
+
 /** @internal Trains `spec` on its one device; resolves with the final state. */
 export async function runSingleDevice<M extends AnyModule>(
   spec: RunSpec<M>,
@@ -47,16 +67,8 @@ export async function runSingleDevice<M extends AnyModule>(
   onRuntime: (runtime: RankRuntime<M>) => void,
 ): Promise<TrainedRun> {
   const options = spec.options;
-  const monitor = await openRunMonitor(options, { worldSize: 1 });
+  const { runtime, model, optimizer, monitor } = await createWatchedSingleRuntime(spec);
   let outcome: 'Completed' | 'Failed' = 'Failed';
-  let created: ReturnType<typeof createSingleRuntime<M>>;
-  try {
-    created = createSingleRuntime(spec, (step) => monitor.step(step, created.optimizer.getLr()));
-  } catch (error) {
-    await monitor.close(outcome);
-    throw error;
-  }
-  const { runtime, model, optimizer } = created;
   const device = runtime.device;
   onRuntime(runtime);
   const deviceIndex = device.startsWith('cuda') ? Number(device.split(':')[1] ?? 0) : 0;

@@ -5,6 +5,8 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     setupFiles: ['test/device-setup.ts'],
     pool: 'forks',
+    // Runs started by tests keep the terminal quiet unless a test gives the display a stream.
+    env: { FLODL_PROGRESS: '0' },
     execArgv: ['--expose-gc'],
     testTimeout: 120_000,
     reporters: ['default', ['json', { outputFile: 'test-results.json' }]],

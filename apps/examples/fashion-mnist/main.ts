@@ -8,9 +8,9 @@ import { parseArgs } from 'node:util';
 import { crossEntropy, noGrad } from '@flodl/autograd';
 import { Adam, type Sequential } from '@flodl/nn';
 import { getNumThreads, liveTensorCount, manualSeed, setNumThreads, tidy } from '@flodl/tensor-native';
+import { createProgress } from '@flodl/trainer';
 import { DataLoader, FashionMnist, SubsetSampler } from '@flodl/trainer/data';
 import { cnn, mlp } from './models.js';
-import { ProgressBar } from './progress.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -73,34 +73,44 @@ for (const name of models) {
   console.log(`\n${name.toUpperCase()}, ${epochs} epoch${epochs === 1 ? '' : 's'}:\n${model}`);
   const started = performance.now();
   let accuracy = 0;
+  // Epoch, batch, samples/s, smoothed loss and ETA: redrawn in place on a terminal, a plain line
+  // every few seconds elsewhere (a log file, CI).
+  const progress = createProgress();
+  progress.start({ epochs });
   for (let epoch = 0; epoch < epochs; epoch++) {
-    const progress = new ProgressBar(`epoch ${epoch + 1}/${epochs}`, trainLoader.length);
     const epochStarted = performance.now();
     let lossSum = 0;
     let steps = 0;
     for (using batch of trainLoader.epoch(epoch)) {
-      lossSum += tidy(() => {
+      const loss = tidy(() => {
         const loss = crossEntropy(model.forward(batch.get('image')), batch.get('label'));
         optimizer.zeroGrad();
         loss.backward();
         optimizer.step();
-        return loss.item();
+        return loss.item() as number;
       });
+      lossSum += loss;
       steps++;
       const seconds = (performance.now() - epochStarted) / 1000;
-      progress.update(
-        steps,
-        `loss ${(lossSum / steps).toFixed(4)}  ${Math.round((steps * batchSize) / seconds)} samples/s`,
-      );
+      progress.step({
+        epoch,
+        batch: steps,
+        batches: trainLoader.length,
+        samplesPerSec: (steps * batchSize) / seconds,
+        loss,
+      });
     }
-    progress.done();
     const trainSeconds = (performance.now() - epochStarted) / 1000;
+    progress.epochEnd({
+      epoch,
+      loss: lossSum / steps,
+      durationMs: trainSeconds * 1000,
+      samplesPerSec: trainLoader.samplesPerEpoch / trainSeconds,
+    });
     accuracy = testAccuracy(model);
-    console.log(
-      `epoch ${String(epoch + 1).padStart(2)}  train loss ${(lossSum / steps).toFixed(4)}  test accuracy ${(accuracy * 100).toFixed(2)}%` +
-        `  ${Math.round(trainLoader.samplesPerEpoch / trainSeconds)} samples/s  (${trainSeconds.toFixed(1)} s)`,
-    );
+    progress.eval({ epoch, metric: accuracy, name: 'test accuracy' });
   }
+  progress.finish();
   const seconds = (performance.now() - started) / 1000;
   results.push(
     `${name.toUpperCase()}: test accuracy ${(accuracy * 100).toFixed(2)}% after ${epochs} epoch${epochs === 1 ? '' : 's'} in ${seconds.toFixed(1)} s`,

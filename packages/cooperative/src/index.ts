@@ -132,6 +132,8 @@ export {
   type VariableConstructor,
 } from '@flodl/autograd';
 // distributed training: launch, the rank session, the hosts, death records, the run monitor, config types
+// distributed training: launch, the rank session, the hosts, death records, config types
+// watching a run: the metrics log (JSON Lines, CSV), its reader, the recorder, the dashboard, the report
 export {
   type AnchorRecord,
   type AveragedEvent,
@@ -240,7 +242,6 @@ export {
   type WireRejection,
   writeDeathRecord,
 } from '@flodl/distributed';
-
 // modules, layers, losses, optimizers, LR schedulers, checkpoints
 export {
   Adagrad,
@@ -544,6 +545,9 @@ export {
   zerosLike,
 } from '@flodl/tensor-native';
 // the data pipeline (datasets, formats, DataLoader, samplers), the rank runtime and the managed tier's pieces
+// the progress display of a run (the Trainer and the Worker draw it)
+// the data pipeline: datasets, formats, DataLoader, samplers
+// The training tiers: the managed Trainer (with intoWorker) and the cooperative Worker.
 export {
   type AnyModule,
   AsyncEpochIterator,
@@ -553,7 +557,11 @@ export {
   type ChunkReport,
   type ClusterRank,
   type Collate,
+  cohortProgress,
+  createProgress,
   createSingleRuntime,
+  createWatchedSingleRuntime,
+  type DashboardSetting,
   DataLoader,
   type DataLoaderOptions,
   type Dataset,
@@ -569,11 +577,20 @@ export {
   EpochIterator,
   type EpochPlan,
   type EpochState,
+  type EpochView,
+  type EvalView,
   epochKey,
   epochPermutation,
   FashionMnist,
   type FashionMnistOptions,
   firstSlurmHost,
+  formatClusterLine,
+  formatDuration,
+  formatEpochLine,
+  formatEvalLine,
+  formatRate,
+  formatStepLine,
+  formatValue,
   type IdxArray,
   type IdxElementType,
   isBatchDataset,
@@ -586,12 +603,24 @@ export {
   loadIdx,
   loadNpy,
   type ModelFactory,
+  type MonitoredRun,
+  type MonitorOptions,
   modelSignature,
   type NpyArray,
   type NpyElementType,
   npyToTensor,
   type OptimizerFactory,
+  openRunMonitor,
+  type PerRankEpochMetrics,
   type ProcessRole,
+  type Progress,
+  type ProgressEpoch,
+  type ProgressOptions,
+  type ProgressRunInfo,
+  type ProgressSetting,
+  type ProgressStep,
+  type ProgressStream,
+  ProgressTracker,
   parseIdx,
   parseNpy,
   partitionIndices,
@@ -602,10 +631,14 @@ export {
   type RankRole,
   RankRuntime,
   type RankRuntimeOptions,
+  type RankView,
   type ReadFileOptions,
   type ResidentDataset,
+  type RunMonitor,
   type RunSpec,
   type RuntimeCallbacks,
+  type RuntimeStep,
+  rankViews,
   readDataFile,
   readIdx,
   readNpy,
@@ -616,10 +649,12 @@ export {
   type Sampler,
   type Seed,
   SequentialSampler,
+  type StepView,
   SubsetSampler,
   type SubsetSamplerOptions,
   splitMix64,
   startRun,
+  stdoutIsUsers,
   TensorDataset,
   type TensorDatasetOptions,
   TRACE_DIR_ENV,

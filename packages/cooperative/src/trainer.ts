@@ -2,7 +2,9 @@
 import { installDeathRecord, writeDeathRecord } from '@flodl/distributed';
 import {
   type AnyModule,
-  createSingleRuntime,
+  cohortProgress,
+  createProgress,
+  createWatchedSingleRuntime,
   detectRole,
   joinClusterRank,
   type ModelFactory,
@@ -31,21 +33,36 @@ export class CooperativeTrainerBuilder<M extends AnyModule = AnyModule> extends 
     const spec = this.resolveSpec();
     const role = detectRole(spec.options.devices);
     if (role.kind === 'single') {
-      const { runtime } = createSingleRuntime(spec);
+      // This process owns the run's view: the progress display, the metrics log, the dashboard.
+      const { runtime, monitor } = await createWatchedSingleRuntime(spec);
       return new Worker<M>({
         kind: 'single',
         runtime,
         numEpochs: spec.options.numEpochs,
+        monitor,
         release: () => runtime.dispose(),
       });
     }
     if (role.kind === 'rank') {
       installDeathRecord();
+      const { options } = spec;
+      const external = role.launchedBy === 'external';
+      // Rank 0 of an externally launched run speaks for the cohort; every other rank draws nothing.
+      const progress = createProgress(external && role.rank === 0 ? (options.progress ?? true) : false);
+      const cohort = cohortProgress(
+        progress,
+        Math.floor(options.dataset.length / options.batchSize),
+        options.batchSize,
+      );
       try {
-        const prepared =
-          role.launchedBy === 'external' ? await prepareExternalRank(role, spec.options.mode) : undefined;
+        const prepared = external ? await prepareExternalRank(role, options.mode, cohort.notice) : undefined;
         const rank = await joinClusterRank(spec, role);
-        return new Worker<M>({ kind: 'cluster', rank, afterFinish: async () => prepared?.stop() });
+        progress.start({ epochs: options.numEpochs });
+        const afterFinish = async (): Promise<void> => {
+          await prepared?.stop();
+          progress.finish('training done');
+        };
+        return new Worker<M>({ kind: 'cluster', rank, afterFinish });
       } catch (error) {
         writeDeathRecord(error);
         throw error;

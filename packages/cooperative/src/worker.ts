@@ -2,8 +2,17 @@
 // cadence, partitioning, averaging, callbacks and membership (floDl's cooperative tier).
 import type { EpochMetrics, EpochPlan } from '@flodl/distributed';
 import { writeDeathRecord } from '@flodl/distributed';
+import { aggregateEpochMetrics } from '@flodl/distributed/coordinator';
 import { beginScope, endScope, FlodlError, type ScopeHandle, type Tensor, tidy } from '@flodl/tensor-native';
-import type { AnyModule, Batch, ClusterRank, EpochState, RankRuntime, TrainedState } from '@flodl/trainer';
+import type {
+  AnyModule,
+  Batch,
+  ClusterRank,
+  EpochState,
+  RankRuntime,
+  RunMonitor,
+  TrainedState,
+} from '@flodl/trainer';
 
 /** What `step` reports: whether the coordinator ended the run (leave the loop). */
 export interface StepOutcome {
@@ -12,7 +21,7 @@ export interface StepOutcome {
 
 /** @internal How a Worker was formed. */
 export type WorkerLink<M extends AnyModule> =
-  | { kind: 'single'; runtime: RankRuntime<M>; numEpochs: number; release: () => void }
+  | { kind: 'single'; runtime: RankRuntime<M>; numEpochs: number; monitor?: RunMonitor; release: () => void }
   | { kind: 'cluster'; rank: ClusterRank<M>; afterFinish: () => Promise<void> };
 
 const OP = 'Worker';
@@ -117,7 +126,7 @@ export class Worker<M extends AnyModule = AnyModule> {
     if (!batch) {
       this.#state = undefined;
       if (state.shutdown) this.#shutdown = true;
-      else this.#runtime.endEpoch(state);
+      else this.#endPlan(state);
       return null;
     }
     this.#runtime.syncBeforeForward();
@@ -179,6 +188,7 @@ export class Worker<M extends AnyModule = AnyModule> {
         } finally {
           link.release();
           this.#finished = true;
+          await link.monitor?.close('Completed');
         }
       }
       const state = await link.rank.finish();
@@ -241,7 +251,22 @@ export class Worker<M extends AnyModule = AnyModule> {
   #closeOpenPlan(): void {
     const state = this.#state;
     this.#state = undefined;
-    if (state && !state.shutdown) this.#runtime.endEpoch(state);
+    if (state && !state.shutdown) this.#endPlan(state);
+  }
+
+  /** Sends the plan's report; on one device its epoch also goes to the run's monitor. */
+  #endPlan(state: EpochState): void {
+    this.#runtime.endEpoch(state);
+    const link = this.#link;
+    if (link.kind !== 'single' || !link.monitor) return;
+    const device = this.#runtime.device;
+    link.monitor.epoch(
+      aggregateEpochMetrics(state.epoch, this.#runtime.takeReports(), {
+        worldSize: 1,
+        batchShare: [1],
+        deviceIndices: [device.startsWith('cuda') ? Number(device.split(':')[1] ?? 0) : 0],
+      }),
+    );
   }
 
   #releaseBatch(): void {

@@ -37,6 +37,20 @@ describe('flodl command line', () => {
     });
   });
 
+  it("--dashboard PORT asks for the dashboard of the launcher's coordinator", () => {
+    expect(parseLaunchArgs(['launch', '--nproc', '2', '--dashboard', '8080', 'train.js'])).toEqual({
+      kind: 'launch',
+      options: { nproc: 2, script: 'train.js', args: [] },
+      dashboard: 8080,
+    });
+    expect(() => parseLaunchArgs(['launch', '--nproc', '2', '--dashboard', '70000', 'train.js'])).toThrow(
+      /--dashboard/,
+    );
+    expect(() => parseLaunchArgs(['launch', '--nproc', '2', '--dashboard', 'x', 'train.js'])).toThrow(
+      /--dashboard/,
+    );
+  });
+
   it('names a bad, unknown or valueless flag', () => {
     expect(() => parseLaunchArgs(['launch', '--nproc', '2', '--bogus', 's.js'])).toThrow(
       /unknown flag --bogus/,

@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { FlodlError } from '@flodl/tensor-native';
+import { watchLaunch } from './cli-dashboard.js';
 import { type LaunchResult, launch } from './launch.js';
 import {
   LAUNCH_DEVICES,
@@ -43,13 +44,14 @@ options:
                              and the lost ranks are listed at the end
   --max-failure N|P%         with --elastic: fail the run once N ranks (or P% of them) died
   --no-prefix                pass rank output through as is (default: each line gets [rank N])
+  --dashboard PORT           serve the live dashboard of the run on 127.0.0.1:PORT (0: a free port)
   -h, --help                 show this text`;
 
 /** A parsed `flodl` command line. */
 export type LaunchCommand =
   | { kind: 'help'; topic?: 'launch' }
   | { kind: 'version' }
-  | { kind: 'launch'; options: LaunchOptions };
+  | { kind: 'launch'; options: LaunchOptions; dashboard?: number };
 
 const LAUNCH_FLAGS = {
   nproc: { type: 'string' },
@@ -63,6 +65,7 @@ const LAUNCH_FLAGS = {
   elastic: { type: 'boolean' },
   'max-failure': { type: 'string' },
   'no-prefix': { type: 'boolean' },
+  dashboard: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const satisfies ParseArgsConfig['options'];
 
@@ -121,12 +124,19 @@ export function parseLaunchArgs(argv: readonly string[]): LaunchCommand {
       : { absolute: integer('--max-failure', maxFailure, 1) };
   }
   if (values['no-prefix']) options.prefixOutput = false;
+  const dashboard = values.dashboard === undefined ? undefined : integer('--dashboard', values.dashboard, 0);
+  if (dashboard !== undefined && dashboard > 65535)
+    throw usageError(`bad --dashboard ${values.dashboard}`, 'a port in 0..65535');
   if (script === undefined) throw usageError('no script given', 'a script path after the flags');
   if (options.nproc === undefined) throw usageError('--nproc is required', '--nproc N');
   if (options.maxFailure !== undefined && !options.elastic) {
     throw usageError('--max-failure needs --elastic', '--elastic --max-failure N');
   }
-  return { kind: 'launch', options: { ...options, nproc: options.nproc, script, args } };
+  return {
+    kind: 'launch',
+    options: { ...options, nproc: options.nproc, script, args },
+    ...(dashboard === undefined ? {} : { dashboard }),
+  };
 }
 
 function parseLaunchFlags(flags: string[]) {
@@ -213,8 +223,29 @@ export async function runCli(argv: readonly string[]): Promise<number> {
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  const { options } = command;
+  const watched =
+    command.dashboard === undefined
+      ? undefined
+      : watchLaunch(
+          command.dashboard,
+          {
+            script: options.script,
+            worldSize: options.nproc * (options.nnodes ?? 1),
+            ...(options.mode ? { mode: options.mode } : {}),
+          },
+          (error) =>
+            process.stderr.write(
+              `flodl launch: coordinator: ${error instanceof Error ? error.message : String(error)}\n`,
+            ),
+        );
   try {
-    const result = await launch({ prefixOutput: true, ...command.options, signal: controller.signal });
+    const result = await launch({
+      prefixOutput: true,
+      ...options,
+      ...(watched ? { onServer: watched.onServer } : {}),
+      signal: controller.signal,
+    });
     if (result.interrupted) return received === 'SIGTERM' ? 143 : 130;
     if (result.lost.length > 0) process.stderr.write(`${describeLost(result)}\n`);
     return 0;
@@ -225,6 +256,7 @@ export async function runCli(argv: readonly string[]): Promise<number> {
     );
     return isFlodl && error.code === 'ERR_INVALID_ARGUMENT' ? 2 : 1;
   } finally {
+    await watched?.close();
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }

@@ -6,6 +6,7 @@ export {
   RankRuntime,
   type RankRuntimeOptions,
   type RuntimeCallbacks,
+  type RuntimeStep,
 } from './rank-runtime.js';
 export { recordScalar } from './scalars.js';
 export type {

@@ -64,8 +64,26 @@ export interface RankRuntimeOptions<M extends AnyModule = AnyModule> {
   /** Loader resident mode. Default `'auto'`. */
   resident?: boolean | 'auto';
   callbacks?: RuntimeCallbacks<M>;
+  /** Hears every step after it is booked (a progress display, a metrics log). Default none. */
+  onStep?: (step: RuntimeStep) => void;
   /** The rank's link to the coordinator; absent on a single device. */
   session?: DistributedSession;
+}
+
+/** A booked step, as {@link RankRuntimeOptions.onStep} hears it. */
+export interface RuntimeStep {
+  epoch: number;
+  /** Batches done in this plan, this one included. */
+  batch: number;
+  /** Batches in this plan. */
+  batches: number;
+  loss: number;
+  /** The step's compute time, ms. */
+  ms: number;
+  /** Samples per batch. */
+  batchSize: number;
+  /** The rank's optimizer steps so far. */
+  localStep: number;
 }
 
 /** One chunk report of a single-device run, as the coordinator would have received it. */
@@ -262,6 +280,15 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   async afterStep(state: EpochState, loss: number, ms: number): Promise<void> {
     state.computeMsTotal += ms;
     state.totalLoss += loss;
+    this.#options.onStep?.({
+      epoch: state.epoch,
+      batch: state.batchDone,
+      batches: Math.floor(state.picks.length / this.batchSize),
+      loss,
+      ms,
+      batchSize: this.batchSize,
+      localStep: this.localStep,
+    });
     const session = this.session;
     if (!session) {
       if (this.#shutdown) state.shutdown = true;

@@ -3,12 +3,14 @@
 import type { EpochMetrics, LaunchMode, MaxFailureThreshold } from '@flodl/distributed';
 import type { LRScheduler, Optimizer } from '@flodl/nn';
 import { checkOptions, type Device, FlodlError } from '@flodl/tensor-native';
+import type { ProgressSetting } from '../progress/progress.js';
 import type { EpochContext, RankRuntime } from '../runtime/rank-runtime.js';
 import type { AnyModule, ModelFactory, TrainingDataset, TrainStep } from '../runtime/types.js';
 import { runCoordinatorProcess, runExternalRank } from './external-rank.js';
 import { TrainerHandle } from './handle.js';
 import { runLauncher } from './launcher.js';
 import {
+  type DashboardSetting,
   type ElCheKnobs,
   type EpochCallbackPolicyOption,
   resolveTrainerOptions,
@@ -154,6 +156,30 @@ export class TrainerBuilder<M extends AnyModule = AnyModule> {
   /** Bound on each wait of a rank (formation, a round, the shutdown), ms. Default 60 000. */
   timeoutMs(ms: number): this {
     return this.#set('timeoutMs', ms);
+  }
+
+  /**
+   * The terminal progress display (epoch, batch, samples/s, smoothed loss, ETA, eval results;
+   * on a cluster a line of per-rank share and speed), shown by the launching process only.
+   * `false` turns it off; an object is `createProgress`'s options. Default on (when stdout is
+   * the user's).
+   */
+  progress(setting: ProgressSetting = true): this {
+    return this.#set('progress', setting);
+  }
+  /**
+   * Writes the run's metrics as JSON Lines at `path` (per epoch, sampled steps, ElChe events,
+   * averaging rounds, deaths, checkpoints, eval results); `readMetricsLog(path)` reads it back.
+   */
+  metricsLog(path: string): this {
+    return this.#set('metricsLog', path);
+  }
+  /**
+   * Serves the live dashboard from the launching process (never a rank): `{ port }` (0 picks
+   * a free one), `host` 127.0.0.1 by default (any other address needs the printed token).
+   */
+  dashboard(setting: DashboardSetting): this {
+    return this.#set('dashboard', setting);
   }
 
   /**

@@ -12,10 +12,12 @@ import {
 } from '@flodl/distributed';
 import { ControlServer, secretFromHex } from '@flodl/distributed/wire';
 import { FlodlError } from '@flodl/tensor-native';
+import { createProgress } from '../progress/progress.js';
 import type { AnyModule } from '../runtime/types.js';
 import type { TrainedRun, TrainerHandle } from './handle.js';
 import { runClusterRank } from './rank-entry.js';
 import { COORDINATOR_ROLE_ENV, externalRunSecret, type RankRole } from './role.js';
+import { cohortProgress } from './run-monitor.js';
 import type { RunSpec } from './spec.js';
 
 /** What the coordinator process tells rank 0 over IPC. */
@@ -55,15 +57,29 @@ export async function runExternalRank<M extends AnyModule>(
   role: RankRole,
   handle: TrainerHandle,
 ): Promise<TrainedRun> {
-  const prepared = await prepareExternalRank(role, spec.options.mode, (notice) => {
+  const { options } = spec;
+  // Rank 0 speaks for the cohort (no launcher process of ours draws it): epochs, shares, evals.
+  const progress = createProgress(role.rank === 0 ? (options.progress ?? true) : false);
+  const cohort = cohortProgress(
+    progress,
+    Math.floor(options.dataset.length / options.batchSize),
+    options.batchSize,
+  );
+  const prepared = await prepareExternalRank(role, options.mode, (notice) => {
     if (notice.type === 'EpochMetrics') handle.pushMetrics(notice.metrics);
     else if (notice.type === 'EvalResult' && notice.error === undefined)
       handle.pushEval(notice.epoch, notice.metric);
+    cohort.notice(notice);
   });
+  progress.start({ epochs: options.numEpochs });
+  let outcome = 'training failed';
   try {
-    return await runClusterRank(spec, role);
+    const run = await runClusterRank(spec, role);
+    outcome = 'training done';
+    return run;
   } finally {
     await prepared.stop();
+    progress.finish(outcome);
   }
 }
 

@@ -3,6 +3,7 @@ export { startRun, TrainerBuilder } from './builder.js';
 export { prepareExternalRank } from './external-rank.js';
 export { type TrainedRun, TrainerHandle } from './handle.js';
 export {
+  type DashboardSetting,
   defaultDevices,
   type ElCheKnobs,
   type EpochCallbackPolicyOption,
@@ -19,6 +20,13 @@ export {
   writeTrainedState,
 } from './rank-entry.js';
 export { detectRole, firstSlurmHost, type ProcessRole, type RankRole, TRAINER_DEVICES_ENV } from './role.js';
-export { createSingleRuntime } from './single-device.js';
+export {
+  cohortProgress,
+  type MonitoredRun,
+  type MonitorOptions,
+  openRunMonitor,
+  type RunMonitor,
+} from './run-monitor.js';
+export { createSingleRuntime, createWatchedSingleRuntime } from './single-device.js';
 export type { OptimizerFactory, RunSpec } from './spec.js';
 export { Trainer } from './trainer.js';

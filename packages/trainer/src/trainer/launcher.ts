@@ -20,6 +20,7 @@ import { warnCallback } from './build-rank.js';
 import type { TrainedRun, TrainerHandle } from './handle.js';
 import { trainedStatePath } from './rank-entry.js';
 import { TRAINER_DEVICES_ENV } from './role.js';
+import { openRunMonitor } from './run-monitor.js';
 import type { RunSpec } from './spec.js';
 
 /** @internal Launches one rank process per device and drives the run from this process. */
@@ -38,6 +39,11 @@ export async function runLauncher<M extends AnyModule>(
       got: 'no process.argv[1] (a REPL or node -e)',
     });
   }
+  const monitor = await openRunMonitor(options, {
+    mode: options.mode,
+    worldSize: options.devices.length,
+  });
+  let outcome: 'Completed' | 'Failed' = 'Failed';
   const recordDir = mkdtempSync(join(tmpdir(), 'flodl-trainer-'));
   let host: CoordinatorHost | undefined;
   const onNotice = (notice: CoordinatorNotice): void => {
@@ -80,6 +86,7 @@ export async function runLauncher<M extends AnyModule>(
           run,
           onAttached: (attached) => {
             host = attached;
+            monitor.attach(attached);
             // A graceful stop: every rank ends after its step in flight and reports its state.
             onStopper(() => {
               attached.server
@@ -95,9 +102,11 @@ export async function runLauncher<M extends AnyModule>(
     host?.detach();
     const survivors = result.ranks.filter((rank) => rank.outcome === 'ok').map((rank) => rank.rank);
     const state = finalState(host, recordDir, survivors, isCollectiveMode(options.mode));
+    outcome = 'Completed';
     return { ...state, lost: result.lost };
   } finally {
     host?.detach();
+    await monitor.close(outcome);
     rmSync(recordDir, { recursive: true, force: true });
   }
 }

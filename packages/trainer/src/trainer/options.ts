@@ -4,7 +4,8 @@
 import type { ElCheConfigOptions, EpochMetrics, LaunchMode, MaxFailureThreshold } from '@flodl/distributed';
 import { LAUNCH_MODES } from '@flodl/distributed';
 import type { LRScheduler, Optimizer } from '@flodl/nn';
-import { cuda, type Device, FlodlError, invalidArgument } from '@flodl/tensor-native';
+import { checkOptions, cuda, type Device, FlodlError, invalidArgument } from '@flodl/tensor-native';
+import { createProgress, type ProgressSetting } from '../progress/progress.js';
 import type { EpochContext } from '../runtime/rank-runtime.js';
 import type { AnyModule, TrainingDataset } from '../runtime/types.js';
 
@@ -13,6 +14,14 @@ export type EpochCallbackPolicyOption = 'fastest' | { rank: number };
 
 /** ElChe's knobs (the mode is `mode`). */
 export type ElCheKnobs = Omit<ElCheConfigOptions, 'mode'>;
+
+/** Where the live dashboard listens (see `startDashboard` of `@flodl/distributed`). */
+export interface DashboardSetting {
+  /** TCP port; 0 picks a free one (printed at start). */
+  port: number;
+  /** Address to bind. Default `127.0.0.1`; any other requires the token printed at start. */
+  host?: string;
+}
 
 /** Every option of the managed Trainer; see the builder's methods for each. */
 export interface TrainerOptions<M extends AnyModule = AnyModule> {
@@ -43,6 +52,12 @@ export interface TrainerOptions<M extends AnyModule = AnyModule> {
   resident?: boolean | 'auto';
   /** Bound on each wait of a rank's session (formation, a round, the shutdown), ms. Default 60 000. */
   timeoutMs?: number;
+  /** The terminal progress display: `true` (default), `false`, or `createProgress` options. */
+  progress?: ProgressSetting;
+  /** Write the run's metrics as JSON Lines to this path (read back with `readMetricsLog`). */
+  metricsLog?: string;
+  /** Serve the live dashboard from the launching process. */
+  dashboard?: DashboardSetting;
 }
 
 /** The option names, for `options({...})` and error messages. */
@@ -73,6 +88,9 @@ export const TRAINER_OPTION_KEYS = [
   'prefetch',
   'resident',
   'timeoutMs',
+  'progress',
+  'metricsLog',
+  'dashboard',
 ] as const satisfies readonly (keyof TrainerOptions)[];
 
 /** {@link TrainerOptions} with the defaults applied and every check passed. */
@@ -243,6 +261,7 @@ export function resolveTrainerOptions<M extends AnyModule>(
   if (options.savePath !== undefined && (typeof options.savePath !== 'string' || options.savePath === '')) {
     throw invalidArgument(`${OP}.savePath`, 'savePath', 'a file path stem', options.savePath);
   }
+  checkMonitorOptions(options);
   const { maxFailure: _given, ...rest } = options;
   return {
     ...rest,
@@ -255,6 +274,33 @@ export function resolveTrainerOptions<M extends AnyModule>(
     evalEvery: options.evalEvery ?? (options.evalFn ? 1 : 0),
     ...(maxFailure ? { maxFailure } : {}),
   };
+}
+
+/** `progress`, `metricsLog`, `dashboard`: checked before anything starts. */
+function checkMonitorOptions(options: Pick<TrainerOptions, 'progress' | 'metricsLog' | 'dashboard'>): void {
+  const { progress, metricsLog, dashboard } = options;
+  if (progress !== undefined && typeof progress !== 'boolean') {
+    if (typeof progress !== 'object' || progress === null)
+      throw invalidArgument(`${OP}.progress`, 'progress', 'true, false or createProgress options', progress);
+    // The display's own checks (unknown options, ranges) run here, off any stream.
+    createProgress(progress.stream === undefined ? { ...progress, stream: { write: () => true } } : progress);
+  }
+  if (metricsLog !== undefined && (typeof metricsLog !== 'string' || metricsLog === ''))
+    throw invalidArgument(`${OP}.metricsLog`, 'metricsLog', 'a file path', metricsLog);
+  if (dashboard !== undefined) {
+    const { port, host } = (dashboard ?? {}) as Partial<DashboardSetting>;
+    if (
+      typeof dashboard !== 'object' ||
+      dashboard === null ||
+      !Number.isSafeInteger(port) ||
+      (port as number) < 0 ||
+      (port as number) > 65535
+    )
+      throw invalidArgument(`${OP}.dashboard`, 'dashboard', '{ port: 0..65535, host? }', dashboard);
+    checkOptions(`${OP}.dashboard`, dashboard, ['port', 'host']);
+    if (host !== undefined && (typeof host !== 'string' || host === ''))
+      throw invalidArgument(`${OP}.dashboard`, 'dashboard.host', 'an address like 127.0.0.1', host);
+  }
 }
 
 function positiveInteger(name: string, value: unknown): number {

@@ -3,10 +3,11 @@
 
 import { aggregateEpochMetrics } from '@flodl/distributed/coordinator';
 import type { Optimizer } from '@flodl/nn';
-import { RankRuntime } from '../runtime/rank-runtime.js';
+import { RankRuntime, type RuntimeStep } from '../runtime/rank-runtime.js';
 import type { AnyModule } from '../runtime/types.js';
 import { buildRank, callbacksOf, warnCallback } from './build-rank.js';
 import type { TrainedRun, TrainerHandle } from './handle.js';
+import { openRunMonitor, type RunMonitor } from './run-monitor.js';
 import type { RunSpec } from './spec.js';
 
 /**
@@ -15,6 +16,7 @@ import type { RunSpec } from './spec.js';
  */
 export function createSingleRuntime<M extends AnyModule>(
   spec: RunSpec<M>,
+  onStep?: (step: RuntimeStep) => void,
 ): { runtime: RankRuntime<M>; model: M; optimizer: Optimizer } {
   const options = spec.options;
   const device = options.devices[0] ?? 'cpu';
@@ -32,8 +34,29 @@ export function createSingleRuntime<M extends AnyModule>(
     ...(options.prefetch === undefined ? {} : { prefetch: options.prefetch }),
     ...(options.resident === undefined ? {} : { resident: options.resident }),
     callbacks: callbacksOf(spec),
+    ...(onStep ? { onStep } : {}),
   });
   return { runtime, model, optimizer };
+}
+
+/**
+ * {@link createSingleRuntime} with the run's monitor (the progress display, the metrics log, the
+ * dashboard, as the options ask) fed from every step; the caller closes the monitor.
+ */
+export async function createWatchedSingleRuntime<M extends AnyModule>(
+  spec: RunSpec<M>,
+): Promise<{ runtime: RankRuntime<M>; model: M; optimizer: Optimizer; monitor: RunMonitor }> {
+  const monitor = await openRunMonitor(spec.options, { worldSize: 1 });
+  try {
+    const created: { runtime: RankRuntime<M>; model: M; optimizer: Optimizer } = createSingleRuntime(
+      spec,
+      (step) => monitor.step(step, created.optimizer.getLr()),
+    );
+    return { ...created, monitor };
+  } catch (error) {
+    await monitor.close('Failed');
+    throw error;
+  }
 }
 
 /** @internal Trains `spec` on its one device; resolves with the final state. */
@@ -44,7 +67,8 @@ export async function runSingleDevice<M extends AnyModule>(
   onRuntime: (runtime: RankRuntime<M>) => void,
 ): Promise<TrainedRun> {
   const options = spec.options;
-  const { runtime, model, optimizer } = createSingleRuntime(spec);
+  const { runtime, model, optimizer, monitor } = await createWatchedSingleRuntime(spec);
+  let outcome: 'Completed' | 'Failed' = 'Failed';
   const device = runtime.device;
   onRuntime(runtime);
   const deviceIndex = device.startsWith('cuda') ? Number(device.split(':')[1] ?? 0) : 0;
@@ -65,13 +89,16 @@ export async function runSingleDevice<M extends AnyModule>(
         warnCallback('metricsFn', error);
       }
       handle.pushMetrics(metrics);
+      monitor.epoch(metrics);
       const done = epoch + 1;
       if (options.checkpointEvery !== undefined && done % options.checkpointEvery === 0) {
         const { error } = await runtime.checkpoint(done);
+        monitor.checkpoint(done, error);
         if (error !== undefined) warnCallback('checkpointFn', error);
       }
       if (options.evalEvery > 0 && done % options.evalEvery === 0) {
         const { metric, error } = await runtime.evaluate();
+        monitor.eval(done, metric, error);
         if (error !== undefined) warnCallback('evalFn', error);
         else {
           handle.pushEval(done, metric);
@@ -85,8 +112,11 @@ export async function runSingleDevice<M extends AnyModule>(
       // Let the caller's metric consumers run between epochs.
       await new Promise((resolve) => setImmediate(resolve));
     }
-    return { ...runtime.finalState(), lost: [] };
+    const state = { ...runtime.finalState(), lost: [] };
+    outcome = 'Completed';
+    return state;
   } finally {
+    await monitor.close(outcome);
     // The caller holds copies (TrainedState): the run's own model and optimizer go with it.
     runtime.dispose();
     optimizer.dispose();

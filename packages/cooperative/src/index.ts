@@ -155,7 +155,7 @@ export {
   deathRecordPath,
   type ElCheConfigOptions,
   type ElCheMode,
-  type ElcheRecord,
+  type ElCheRecord,
   type EpochCallbackPolicy,
   type EpochMetrics,
   type EpochRecord,

@@ -13,6 +13,22 @@ export type {
 } from './coordinator/membership.js';
 export type { CoordinatorNotice } from './coordinator/messages.js';
 export type { EpochCallbackPolicy } from './coordinator/roles.js';
+export { AveragingHost, type AveragingHostOptions } from './host/averaging-host.js';
+export {
+  CoordinatorHost,
+  type CoordinatorHostOptions,
+  type RanksHostOptions,
+} from './host/coordinator-host.js';
+export type { HostRound } from './host/host-round.js';
+export {
+  coordinatorOptionsFor,
+  encodeRunSettings,
+  type ModelSignature,
+  type RunSettings,
+  RunSettingsGate,
+  runSettingsOf,
+  settingsMismatch,
+} from './host/run-settings.js';
 export { runCli } from './launcher/cli.js';
 export {
   type DeathRecord,
@@ -34,22 +50,6 @@ export {
 export { RankFailedError } from './launcher/rank-failed.js';
 export * from './monitor/index.js';
 export { RankClient, type RankClientOptions, type WaitForOptions } from './rank/client.js';
-export { AveragingHost, type AveragingHostOptions } from './session/averaging-host.js';
-export {
-  CoordinatorHost,
-  type CoordinatorHostOptions,
-  type RanksHostOptions,
-} from './session/coordinator-host.js';
-export type { HostRound } from './session/host-round.js';
-export {
-  coordinatorOptionsFor,
-  encodeRunSettings,
-  type ModelSignature,
-  type RunSettings,
-  RunSettingsGate,
-  runSettingsOf,
-  settingsMismatch,
-} from './session/run-settings.js';
 export {
   type AveragedEvent,
   collectiveBackendFor,

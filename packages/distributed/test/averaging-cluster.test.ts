@@ -3,8 +3,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { AveragingHost, type HostRound } from '../src/host/index.js';
 import { type LaunchMode, launch } from '../src/launcher/index.js';
-import { AveragingHost, type HostRound, PROCESS_GROUP_PORT_ENV } from '../src/session/index.js';
+import { PROCESS_GROUP_PORT_ENV } from '../src/session/index.js';
 import { bundledRankWorker } from './fixtures/cluster-setup.js';
 import { freePort } from './fixtures/wire-helpers.js';
 

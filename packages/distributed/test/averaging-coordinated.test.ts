@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import type { CoordinatorHost } from '../src/host/index.js';
 import type { LaunchMode } from '../src/launcher/index.js';
-import type { CoordinatorHost } from '../src/session/index.js';
 import { bundledRankWorker } from './fixtures/cluster-setup.js';
 import { massLawAverage, type RankRecord, runCoordinated } from './fixtures/coordinated-run.js';
 

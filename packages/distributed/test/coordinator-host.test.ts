@@ -1,8 +1,8 @@
 // CoordinatorHost and the launcher's exit feed, in one process: a reported process end is a
 // death the coordinator acts on at once, and an elastic run's maxFailure becomes its own.
 import { afterEach, describe, expect, it } from 'vitest';
+import { CoordinatorHost } from '../src/host/index.js';
 import { RankExitFeed } from '../src/launcher/index.js';
-import { CoordinatorHost } from '../src/session/index.js';
 import { ControlServer, createRunSecret } from '../src/wire/index.js';
 
 const servers: ControlServer[] = [];

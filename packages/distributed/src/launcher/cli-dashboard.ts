@@ -1,8 +1,9 @@
 // `flodl launch --dashboard PORT`: the launcher's own coordinator, observed and served.
+
+import { CoordinatorHost } from '../host/coordinator-host.js';
 import { type Dashboard, startDashboard } from '../monitor/dashboard.js';
 import { observe } from '../monitor/observe.js';
 import { RunRecorder } from '../monitor/run-recorder.js';
-import { CoordinatorHost } from '../session/coordinator-host.js';
 import type { LaunchOptions } from './options.js';
 
 /** The `onServer` of a watched launch, and how to stop watching once it ended. */

@@ -1,12 +1,14 @@
 import { invalidArgument } from '@flodl/tensor-native';
+import { EL_CHE_MODES, type ElCheMode } from '../coordinator/config.js';
 import { checkMaxFailure } from '../coordinator/coordinator-config.js';
 import type { MaxFailureThreshold } from '../coordinator/membership.js';
 import type { ControlServer } from '../wire/index.js';
 import type { LaunchRun } from './run.js';
 
-/** The averaging modes a run can use (REFERENCE §5.3). */
-export const LAUNCH_MODES = ['NcclSync', 'NcclCadence', 'CpuSync', 'CpuCadence', 'CpuAsync'] as const;
-export type LaunchMode = (typeof LAUNCH_MODES)[number];
+/** The averaging modes a run can use (REFERENCE §5.3): ElChe's five modes, one type. */
+export const LAUNCH_MODES: readonly ElCheMode[] = EL_CHE_MODES;
+/** An averaging mode; the same type as the coordinator's {@link ElCheMode}. */
+export type LaunchMode = ElCheMode;
 
 /** Where ranks train. */
 export const LAUNCH_DEVICES = ['cpu', 'cuda'] as const;

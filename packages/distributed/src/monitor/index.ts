@@ -24,7 +24,7 @@ export {
 export {
   type AnchorRecord,
   type CheckpointRecord,
-  type ElcheRecord,
+  type ElCheRecord,
   type EpochRecord,
   type EvalRecord,
   type ExitRecord,

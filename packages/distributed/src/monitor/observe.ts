@@ -1,6 +1,6 @@
 import type { AddressedCommand, CoordinatorNotice } from '../coordinator/messages.js';
-import type { CoordinatorHost } from '../session/coordinator-host.js';
-import type { HostRound } from '../session/host-round.js';
+import type { CoordinatorHost } from '../host/coordinator-host.js';
+import type { HostRound } from '../host/host-round.js';
 import type { RankMessage } from '../wire/messages.js';
 import { RunRecorder, type RunRecorderOptions } from './run-recorder.js';
 import { deathRecord } from './schema.js';

@@ -9,7 +9,7 @@
  */
 import type {
   CheckpointRecord,
-  ElcheRecord,
+  ElCheRecord,
   EpochRecord,
   EvalRecord,
   ExitRecord,
@@ -60,7 +60,7 @@ export interface RunStateSnapshot {
   epochs: EpochRecord[];
   evals: EvalRecord[];
   steps: StepRecord[];
-  elche: ElcheRecord[];
+  elche: ElCheRecord[];
   rounds: RoundRecord[];
   timeline: TimelineRecord[];
   ranks: RankStatus[];

@@ -74,7 +74,7 @@ export interface EvalRecord {
 }
 
 /** An ElChe averaging decision: the cadence (anchor, per-rank window) and the phase. */
-export interface ElcheRecord {
+export interface ElCheRecord {
   kind: 'elche';
   t: number;
   /** The averaging round. */
@@ -183,7 +183,7 @@ export type MonitorRecord =
   | EpochRecord
   | StepRecord
   | EvalRecord
-  | ElcheRecord
+  | ElCheRecord
   | AnchorRecord
   | RoundStartRecord
   | RoundRecord

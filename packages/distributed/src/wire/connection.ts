@@ -107,7 +107,11 @@ export class WireConnection {
    */
   useBulkMac(kind: number): void {
     const keys = this.sessionKeys;
-    if (!keys) throw new Error('useBulkMac before the session keys');
+    if (!keys) {
+      throw new FlodlError('ERR_WIRE', 'the bulk MAC needs the session keys (after the handshake)', {
+        op: 'WireConnection.useBulkMac',
+      });
+    }
     this.reader.setBulkMac({ kind, key: deriveBulkKey(toKeyObject(keys.receive)) });
     this.writer.setBulkMac({ kind, key: deriveBulkKey(toKeyObject(keys.send)) });
   }

@@ -1,8 +1,10 @@
-import { MassAccumulator } from '../averaging/host.js';
+import { FlodlError } from '@flodl/tensor-native';
 import type { LaunchMode } from '../launcher/options.js';
+import { isCollectiveMode } from '../session/session.js';
 import type { ControlServer } from '../wire/server.js';
+import { foldRound, sendConsensus } from './host-reduce.js';
 import type { HostRound } from './host-round.js';
-import { isCollectiveMode } from './session.js';
+import { JoinRule } from './join-rule.js';
 
 /** Options of {@link AveragingHost.attach}. */
 export interface AveragingHostOptions {
@@ -41,9 +43,7 @@ export class AveragingHost {
   readonly rounds: HostRound[] = [];
   #version = 0;
   #round: { version: number; pending: Set<number>; ready?: () => void } | undefined;
-  #joined = new Set<number>();
-  #controlConnects = new Map<number, number>();
-  #connected = new Set<number>();
+  readonly #joins: JoinRule;
   #exiting = new Set<number>();
   #lastStep = new Map<number, number>();
   #baseStep = new Map<number, number>();
@@ -56,20 +56,19 @@ export class AveragingHost {
     readonly options: AveragingHostOptions,
   ) {
     this.#everySteps = options.everySteps ?? (options.mode.endsWith('Sync') ? 1 : 4);
+    this.#joins = new JoinRule(server, isCollectiveMode(options.mode));
   }
 
   /** Attaches a driver to `server`. */
   static attach(server: ControlServer, options: AveragingHostOptions): AveragingHost {
     const host = new AveragingHost(server, options);
     server.on('rankConnected', (rank) => {
-      host.#connected.add(rank);
-      host.#controlConnects.set(rank, (host.#controlConnects.get(rank) ?? 0) + 1);
+      host.#joins.connected(rank);
       host.#maybeJoin(rank);
     });
     server.on('dataChannel', (rank) => host.#maybeJoin(rank));
     server.on('rankDisconnected', (rank) => {
-      host.#connected.delete(rank);
-      host.#joined.delete(rank);
+      host.#joins.left(rank);
     });
     server.on('message', (rank, message) => {
       if (message.type === 'Batch') {
@@ -85,7 +84,7 @@ export class AveragingHost {
       } else if (message.type === 'SyncAck' && host.#round) {
         host.#baseStep.set(rank, message.stepCount);
         host.#round.pending.delete(rank);
-        if (host.#round.pending.size === 0) host.#endRound([...host.#joined].sort());
+        if (host.#round.pending.size === 0) host.#endRound(host.#joins.members());
       } else if (message.type === 'Exiting') {
         host.#exiting.add(rank);
         host.#maybeShutdown();
@@ -95,14 +94,8 @@ export class AveragingHost {
   }
 
   #maybeJoin(rank: number): void {
-    if (!this.#connected.has(rank)) return;
-    const collective = isCollectiveMode(this.options.mode);
-    // Host modes: a rank opens its data channel on a bootstrap control connection, then
-    // connects its RankClient: it joins on that second control connection.
-    if (!collective && (!this.server.dataChannelOf(rank) || (this.#controlConnects.get(rank) ?? 0) < 2))
-      return;
-    this.#joined.add(rank);
-    if (!this.#formed && this.#joined.size === this.options.worldSize) {
+    if (!this.#joins.tryJoin(rank)) return;
+    if (!this.#formed && this.#joins.size === this.options.worldSize) {
       this.#formed = true;
       void this.server.broadcast({ type: 'SetGlobalStep', globalStep: 0 }).catch(() => undefined);
     }
@@ -110,12 +103,12 @@ export class AveragingHost {
 
   #maybeStart(): void {
     if (this.#round || this.#shutdown || this.#exiting.size > 0) return;
-    if (this.#joined.size < this.options.worldSize) return;
-    for (const rank of this.#joined) {
+    if (this.#joins.size < this.options.worldSize) return;
+    for (const rank of this.#joins.members()) {
       if ((this.#lastStep.get(rank) ?? 0) - (this.#baseStep.get(rank) ?? 0) < this.#everySteps) return;
     }
     const version = ++this.#version;
-    const ranks = [...this.#joined].sort();
+    const ranks = this.#joins.members();
     this.#round = { version, pending: new Set(ranks) };
     if (isCollectiveMode(this.options.mode)) {
       for (const rank of ranks) void this.server.send(rank, { type: 'SyncNow' }).catch(() => undefined);
@@ -129,35 +122,29 @@ export class AveragingHost {
     const received = await Promise.all(
       ranks.map(async (rank) => {
         const channel = this.server.dataChannelOf(rank);
-        if (!channel) throw new Error(`rank ${rank} has no data channel`);
+        if (!channel) {
+          throw new FlodlError('ERR_RANK_FAILED', `rank ${rank} has no data channel`, {
+            op: 'AveragingHost',
+          });
+        }
         const pending = channel.receiveContribution({ timeoutMs });
         await this.server.send(rank, { type: 'RequestParams', version });
         return { rank, contribution: await pending };
       }),
     );
-    const root = new MassAccumulator();
-    const masses: Record<number, number> = {};
-    for (const { rank, contribution } of received) {
-      if (contribution.version !== version)
-        throw new Error(`rank ${rank} sent round ${contribution.version}`);
-      root.add(rank, contribution.tensors);
-      masses[rank] = contribution.tensors.find((tensor) => tensor.name.startsWith('p:'))?.mass ?? 0;
-    }
     // The round ends only once every rank's SnapshotReady is in (the control channel can
     // trail the data channel): the next trigger must see the windows these snapshots closed.
     const round = this.#round;
     if (round && round.pending.size > 0) await new Promise<void>((resolve) => (round.ready = resolve));
-    const consensus = root.average();
-    // Folded: the contributions' buffers receive the next round's (no fresh memory per round).
-    for (const { rank, contribution } of received)
-      this.server.dataChannelOf(rank)?.recycle(contribution.tensors);
-    if (consensus.length === 0) throw new Error(`round ${version}: no contribution had mass`);
-    const totalMass = Object.values(masses).reduce((sum, mass) => sum + mass, 0);
-    for (const rank of ranks) {
-      const channel = this.server.dataChannelOf(rank);
-      if (consensus.length > 0) await channel?.send(version, consensus);
-      await this.server.send(rank, { type: 'Update', version });
-    }
+    const { consensus, masses, totalMass } = foldRound(
+      'AveragingHost',
+      this.server,
+      version,
+      ranks,
+      new Map(received.map(({ rank, contribution }) => [rank, contribution])),
+    );
+    await sendConsensus(this.server, ranks, version, consensus);
+    for (const rank of ranks) await this.server.send(rank, { type: 'Update', version });
     this.#endRound(ranks, masses, totalMass);
   }
 

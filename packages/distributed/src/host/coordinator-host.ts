@@ -1,4 +1,5 @@
-import { type HostTensor, MassAccumulator } from '../averaging/host.js';
+import { FlodlError } from '@flodl/tensor-native';
+import type { HostTensor } from '../averaging/host.js';
 import type { Clock } from '../coordinator/clock.js';
 import { ClusterCoordinator } from '../coordinator/coordinator.js';
 import type { CoordinatorOptions } from '../coordinator/coordinator-config.js';
@@ -10,12 +11,14 @@ import type {
 } from '../coordinator/messages.js';
 import type { LaunchMode } from '../launcher/options.js';
 import type { LaunchRun, RankExitEvent } from '../launcher/run.js';
+import { isCollectiveMode } from '../session/session.js';
 import type { ReceivedContribution } from '../wire/data-channel.js';
 import type { CoordinatorMessage, Hello } from '../wire/messages.js';
 import type { ControlServer } from '../wire/server.js';
+import { foldRound, sendConsensus } from './host-reduce.js';
 import type { HostRound } from './host-round.js';
+import { JoinRule } from './join-rule.js';
 import { coordinatorOptionsFor, runSettingsOf } from './run-settings.js';
-import { isCollectiveMode } from './session.js';
 
 /** Options of {@link CoordinatorHost.attach}. */
 export interface CoordinatorHostOptions {
@@ -109,8 +112,7 @@ export class CoordinatorHost {
   readonly exits: RankExitEvent[] = [];
   /** Host modes: the consensus of the last completed round (names `p:i` / `b:j`, parameter order). */
   lastConsensus: readonly HostTensor[] | undefined;
-  #joined = new Set<number>();
-  #connects = new Map<number, number>();
+  readonly #joins: JoinRule;
   #chains = new Map<number, Promise<void>>();
   #reduce: HostReduce | undefined;
   #timer: ReturnType<typeof setInterval> | undefined;
@@ -122,6 +124,7 @@ export class CoordinatorHost {
     readonly options: CoordinatorHostOptions,
   ) {
     this.#collective = isCollectiveMode(options.mode);
+    this.#joins = new JoinRule(server, this.#collective);
     const elche = options.coordinator.elche ?? { mode: options.mode };
     const maxFailure =
       options.coordinator.maxFailure ?? (options.run?.elastic ? options.run.maxFailure : undefined);
@@ -172,13 +175,13 @@ export class CoordinatorHost {
     server.on('dataChannel', (rank) => this.#maybeJoin(rank));
     server.on('message', (rank, message) => {
       // Host modes: a session's bootstrap connection (data channel opener) is not the rank yet.
-      if (!this.#joined.has(rank)) return;
+      if (!this.#joins.has(rank)) return;
       if (message.type === 'SnapshotReady') this.#onSnapshot(rank, message.version);
       this.feed({ ...message, rank } as CoordinatorInput);
     });
     server.on('rankDisconnected', (rank, error) => {
       // A newer connection of the same rank is still up (the bootstrap one closed late).
-      if (!this.#joined.has(rank) || server.connectedRanks().includes(rank)) return;
+      if (!this.#joins.has(rank) || server.connectedRanks().includes(rank)) return;
       // A clean close without Exiting is a loss too (the coordinator ignores it once finished).
       this.feed({ type: 'ConnectionLost', rank, message: error?.message ?? 'control connection closed' });
     });
@@ -188,7 +191,7 @@ export class CoordinatorHost {
   }
 
   #onConnected(rank: number): void {
-    this.#connects.set(rank, (this.#connects.get(rank) ?? 0) + 1);
+    this.#joins.connected(rank);
     this.#maybeJoin(rank);
   }
 
@@ -277,13 +280,7 @@ export class CoordinatorHost {
   }
 
   #maybeJoin(rank: number): void {
-    if (this.#joined.has(rank) || !this.server.connectedRanks().includes(rank)) return;
-    // Host modes: a session opens its data channel on a bootstrap control connection, then
-    // connects its RankClient: it joins on that second control connection.
-    if (!this.#collective && (!this.server.dataChannelOf(rank) || (this.#connects.get(rank) ?? 0) < 2))
-      return;
-    this.#joined.add(rank);
-    this.feed({ type: 'RankJoined', rank });
+    if (this.#joins.tryJoin(rank)) this.feed({ type: 'RankJoined', rank });
   }
 
   #dispatch({ rank, command }: AddressedCommand): void {
@@ -292,7 +289,14 @@ export class CoordinatorHost {
       // Listen before asking: the snapshot may arrive before the send resolves.
       const channel = this.server.dataChannelOf(rank);
       // Outside this feed: losing the rank feeds the coordinator again.
-      if (!channel) queueMicrotask(() => this.#contributionLost(reduce, rank, new Error('no data channel')));
+      if (!channel)
+        queueMicrotask(() =>
+          this.#contributionLost(
+            reduce,
+            rank,
+            new FlodlError('ERR_RANK_FAILED', `rank ${rank} has no data channel`, { op: 'CoordinatorHost' }),
+          ),
+        );
       else {
         channel.receiveContribution({ timeoutMs: this.options.timeoutMs ?? 60_000 }).then(
           (contribution) => {
@@ -353,31 +357,16 @@ export class CoordinatorHost {
 
   async #completeReduce(reduce: HostReduce): Promise<void> {
     const accepted = [...reduce.members].sort((left, right) => left - right);
-    const root = new MassAccumulator();
-    const masses: Record<number, number> = {};
-    for (const rank of accepted) {
-      const contribution = reduce.received.get(rank) as ReceivedContribution;
-      if (contribution.version !== reduce.version)
-        throw new Error(`rank ${rank} sent round ${contribution.version} for round ${reduce.version}`);
-      root.add(rank, contribution.tensors);
-      masses[rank] = contribution.tensors.find((tensor) => tensor.name.startsWith('p:'))?.mass ?? 0;
-    }
-    const consensus = root.average();
-    // Folded: the contributions' buffers receive the next round's (no fresh memory per round).
-    for (const rank of accepted)
-      this.server.dataChannelOf(rank)?.recycle((reduce.received.get(rank) as ReceivedContribution).tensors);
-    if (consensus.length === 0) throw new Error(`round ${reduce.version}: no contribution had mass`);
-    const totalMass = Object.values(masses).reduce((sum, mass) => sum + mass, 0);
+    const { consensus, masses, totalMass } = foldRound(
+      'CoordinatorHost',
+      this.server,
+      reduce.version,
+      accepted,
+      reduce.received,
+    );
     // The consensus goes out on the data channels before the coordinator's Update; a rank
     // dying now is the coordinator's to declare (its Update is never sent).
-    await Promise.all(
-      accepted.map((rank) =>
-        this.server
-          .dataChannelOf(rank)
-          ?.send(reduce.version, consensus)
-          .catch(() => undefined),
-      ),
-    );
+    await sendConsensus(this.server, accepted, reduce.version, consensus);
     if (this.#reduce === reduce) this.#reduce = undefined;
     this.lastConsensus = consensus;
     if (reduce.abandoned) return;

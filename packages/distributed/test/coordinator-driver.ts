@@ -47,7 +47,7 @@ export class Driver {
 
   /** Every rank joins. */
   join(): CoordinatorOutput {
-    let output: CoordinatorOutput = { commands: [], notices: [] };
+    let output: CoordinatorOutput = { commands: [], notices: [], host: [] };
     for (let rank = 0; rank < this.coordinator.config.worldSize; rank++)
       output = this.feed({ type: 'RankJoined', rank });
     return output;

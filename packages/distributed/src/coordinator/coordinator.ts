@@ -104,7 +104,7 @@ export class ClusterCoordinator {
   #slackEpoch = -1;
   #tail: TailStage = 'flush';
   #finishReason: 'Completed' | SaveReason | undefined;
-  #out: CoordinatorOutput = { commands: [], notices: [] };
+  #out: CoordinatorOutput = { commands: [], notices: [], host: [] };
   /**
    * The rank that held the averaging gate at the last decision, and how. While it still holds
    * it (checked on its own figures, O(1)), the gate is shut whatever the other ranks did, so
@@ -193,7 +193,7 @@ export class ClusterCoordinator {
    * notice, never an exception.
    */
   handle(input: CoordinatorInput): CoordinatorOutput {
-    this.#out = { commands: [], notices: [] };
+    this.#out = { commands: [], notices: [], host: [] };
     const rank = (input as { rank?: unknown }).rank;
     if (input.type !== 'Tick' && input.type !== 'ReduceCompleted' && !this.membership.isRank(rank)) {
       this.#reject(input.type, 'rank out of range');
@@ -484,6 +484,7 @@ export class ClusterCoordinator {
       joined: new Set(),
     };
     this.#out.notices.push({ type: 'AveragingStarted', version, ranks: [...participants] });
+    if (this.backend === 'Cpu') this.#out.host.push({ type: 'Collect', version, ranks: [...participants] });
     for (const rank of participants) {
       if (this.backend === 'Nccl') {
         this.#send(rank, { type: 'SyncNow' });
@@ -666,6 +667,8 @@ export class ClusterCoordinator {
 
   #finish(reason: 'Completed' | SaveReason): void {
     this.#state = 'finished';
+    if (this.#round?.backend === 'Cpu')
+      this.#out.host.push({ type: 'Abandon', version: this.#round.version });
     this.#round = undefined;
     this.#finishReason = reason;
     const failedRanks = this.membership.records().map((record) => record.rank);
@@ -768,7 +771,10 @@ export class ClusterCoordinator {
     if (!round) return;
     round.participants.delete(rank);
     round.joined.delete(rank);
-    if (round.backend !== 'Nccl') return;
+    if (round.backend !== 'Nccl') {
+      this.#out.host.push({ type: 'Drop', version: round.version, rank });
+      return;
+    }
     for (const participant of round.participants) this.ledger.reopen(participant);
     this.#round = undefined;
   }

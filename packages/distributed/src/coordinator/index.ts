@@ -102,6 +102,7 @@ export type {
   CoordinatorInput,
   CoordinatorNotice,
   CoordinatorOutput,
+  HostCommand,
   HostInput,
   NewNcclSession,
   RankExited,

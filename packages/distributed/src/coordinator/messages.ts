@@ -123,7 +123,22 @@ export type CoordinatorNotice =
     };
 
 /** Everything one input produced. */
+/**
+ * What the launcher-side host must do for a host-mode round (the CPU reduce root): the
+ * coordinator says which contributions to collect and which to leave out, so the host keeps
+ * no shadow of the round's state.
+ */
+export type HostCommand =
+  /** Collect the snapshots of `ranks` for round `version`, fold them, ship the consensus, report `ReduceCompleted`. */
+  | { readonly type: 'Collect'; readonly version: number; readonly ranks: readonly number[] }
+  /** `rank` died during round `version`: its contribution enters neither the sum nor the divisor. */
+  | { readonly type: 'Drop'; readonly version: number; readonly rank: number }
+  /** The run ended with round `version` in flight: send nothing more for it. */
+  | { readonly type: 'Abandon'; readonly version: number };
+
 export interface CoordinatorOutput {
   readonly commands: AddressedCommand[];
   readonly notices: CoordinatorNotice[];
+  /** Host modes: the reduce work of the launcher-side host. */
+  readonly host: HostCommand[];
 }

@@ -7,6 +7,7 @@ import type {
   AddressedCommand,
   CoordinatorInput,
   CoordinatorNotice,
+  HostCommand,
   RankExited,
 } from '../coordinator/messages.js';
 import type { LaunchMode } from '../launcher/options.js';
@@ -240,29 +241,40 @@ export class CoordinatorHost {
       this.notices.push(notice);
       this.options.onNotice?.(notice);
       this.#tell('notice', notice);
-      if (notice.type === 'AveragingStarted' && this.coordinator.backend === 'Cpu') {
-        this.#reduce = {
-          version: notice.version,
-          members: new Set(notice.ranks),
-          dropped: [],
-          snapshots: new Set(),
-          received: new Map(),
-          closing: false,
-          abandoned: false,
-        };
-      } else if (notice.type === 'RankDead') {
-        this.#dropFromReduce(notice.record.rank);
-      } else if (notice.type === 'Finished' && this.#reduce) {
-        this.#reduce.abandoned = true;
-        this.#reduce = undefined;
-      }
     }
+    // Host modes: the coordinator says what to collect and what to leave out of each round.
+    for (const command of output.host) this.#onHostCommand(command);
     for (const addressed of output.commands) {
       this.commands.push(addressed);
       this.#tell('command', addressed);
       this.#dispatch(addressed);
     }
     if (this.finished) this.detach();
+  }
+
+  #onHostCommand(command: HostCommand): void {
+    switch (command.type) {
+      case 'Collect':
+        this.#reduce = {
+          version: command.version,
+          members: new Set(command.ranks),
+          dropped: [],
+          snapshots: new Set(),
+          received: new Map(),
+          closing: false,
+          abandoned: false,
+        };
+        return;
+      case 'Drop':
+        if (this.#reduce?.version === command.version) this.#dropFromReduce(command.rank);
+        return;
+      case 'Abandon':
+        if (this.#reduce?.version === command.version) {
+          this.#reduce.abandoned = true;
+          this.#reduce = undefined;
+        }
+        return;
+    }
   }
 
   #onRankExit(exit: RankExitEvent): void {

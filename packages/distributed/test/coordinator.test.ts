@@ -524,7 +524,10 @@ describe('membership and failures', () => {
     driver.clock.advance(10);
     driver.clearLog();
     driver.feed({ type: 'ConnectionLost', rank: 2 });
-    expect(trace({ commands: driver.commands, notices: [], host: [] })).toEqual(['1:Shutdown', '3:ShutdownWithSave']);
+    expect(trace({ commands: driver.commands, notices: [], host: [] })).toEqual([
+      '1:Shutdown',
+      '3:ShutdownWithSave',
+    ]);
     expect(driver.sent('ShutdownWithSave')[0]).toEqual({
       type: 'ShutdownWithSave',
       reason: 'MaxFailureExceeded',

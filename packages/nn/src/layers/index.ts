@@ -12,3 +12,4 @@ export type { TransformerActivation, TransformerLayerOptions } from './transform
 export * from './transformer-decoder.js';
 export * from './transformer-encoder.js';
 export * from './vision.js';
+export type { FactoryOptions } from './common.js';

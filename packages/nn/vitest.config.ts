@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // The type-level tests (test/*.test-d.ts) run as tests too.
+    typecheck: { enabled: true, include: ['test/**/*.test-d.ts'], tsconfig: 'tsconfig.json' },
     setupFiles: ['test/device-setup.ts'],
     pool: 'forks',
     execArgv: ['--expose-gc'],

@@ -52,30 +52,27 @@ function ensureLibtorch() {
   }
 }
 
-// The demo and the data tests use the real Fashion-MNIST that Debian packages.
-function ensureDataset() {
-  if (existsSync('/usr/share/datasets/fashion-mnist')) return;
-  const command = 'apt-get install -y dataset-fashion-mnist';
+/**
+ * Installs an optional Debian package that some tests (and the demo) need, when this machine can
+ * (root with apt); otherwise says what to run. Those tests skip, saying why, without it.
+ */
+function ensureOptionalDebianPackage(name, present, why) {
+  if (existsSync(present)) return;
+  const command = `apt-get install -y ${name}`;
   const canInstall =
     typeof process.getuid === 'function' && process.getuid() === 0 && existsSync('/usr/bin/apt-get');
   if (!canInstall) {
-    console.warn(`[flodl] Fashion-MNIST is missing (the demo needs it; data tests skip): ${command}`);
+    console.warn(`[flodl] ${name} is missing (${why}): ${command}`);
     return;
   }
-  console.log('[flodl] installing dataset-fashion-mnist with apt');
+  console.log(`[flodl] installing ${name} with apt`);
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  let result = spawnSync('apt-get', ['install', '-y', '-qq', 'dataset-fashion-mnist'], {
-    stdio: 'inherit',
-    env,
-  });
+  let result = spawnSync('apt-get', ['install', '-y', '-qq', name], { stdio: 'inherit', env });
   if (result.status !== 0) {
     spawnSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
-    result = spawnSync('apt-get', ['install', '-y', '-qq', 'dataset-fashion-mnist'], {
-      stdio: 'inherit',
-      env,
-    });
+    result = spawnSync('apt-get', ['install', '-y', '-qq', name], { stdio: 'inherit', env });
   }
-  if (result.status !== 0) console.warn(`[flodl] could not install Fashion-MNIST; run: ${command}`);
+  if (result.status !== 0) console.warn(`[flodl] could not install ${name}; run: ${command}`);
 }
 
 function step(args, what) {
@@ -87,6 +84,13 @@ function step(args, what) {
 }
 
 ensureLibtorch();
-ensureDataset();
+// The demo and the data tests use the real Fashion-MNIST that Debian packages.
+ensureOptionalDebianPackage(
+  'dataset-fashion-mnist',
+  '/usr/share/datasets/fashion-mnist',
+  'the demo needs it; data tests skip',
+);
+// The dashboard's browser test drives Debian's Chromium headless.
+ensureOptionalDebianPackage('chromium', '/usr/bin/chromium', 'the dashboard browser test skips');
 step(['install', '--reporter=append-only', '--silent'], 'installing dependencies');
 step(['exec', 'turbo', 'run', 'build', '--output-logs=errors-only'], 'building the packages');

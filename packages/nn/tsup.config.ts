@@ -1,12 +1,10 @@
 import { defineConfig } from 'tsup';
+import { dualConfig } from '../../scripts/tsup-dual.mjs';
 
-export default defineConfig({
-  entry: ['src/index.ts'],
-  format: ['esm'],
-  // Declarations come from tsc (tsconfig.build.json), one file per module.
-  dts: false,
-  sourcemap: true,
-  clean: true,
-  target: 'node20',
-  external: ['@flodl/tensor-native', '@flodl/autograd'],
-});
+// ESM in dist/, CommonJS in dist/cjs/; declarations from tsc (see scripts/tsup-dual.mjs).
+export default defineConfig(
+  dualConfig({
+    entry: ['src/index.ts'],
+    external: [/^@flodl\//],
+  }),
+);

@@ -70,6 +70,37 @@ describe('mass-law averaging', () => {
     expect(new MassAccumulator().average()).toEqual([]);
   });
 
+  it('sums in float64 in arrival order and rounds once, for 1 to 12 contributions (float32 and float64)', () => {
+    for (const dtype of ['float32', 'float64'] as const) {
+      for (let count = 1; count <= 12; count += 1) {
+        const root = new MassAccumulator();
+        const sources: number[][] = [];
+        for (let rank = 0; rank < count; rank += 1) {
+          // Not dyadic: the order of the additions shows in the last bits; -0 stays a sum from 0.
+          const contribution = [0.1 * (rank + 1), -1 / (rank + 3), rank === 0 ? -0 : 1e-8 * rank, 7777.7];
+          sources.push(contribution);
+          const array =
+            dtype === 'float32' ? Float32Array.from(contribution) : Float64Array.from(contribution);
+          root.add(rank, [
+            { name: 'p:w', dtype, shape: [4], mass: rank + 1, bytes: new Uint8Array(array.buffer) },
+          ]);
+        }
+        const mass = (count * (count + 1)) / 2;
+        const round = dtype === 'float32' ? Math.fround : (value: number) => value;
+        const expected = sources[0]!.map((_, index) => {
+          let sum = 0;
+          for (const source of sources) sum += round(source[index]!);
+          return round(sum / mass);
+        });
+        const [consensus] = root.average();
+        expect(consensus!.mass).toBe(mass);
+        expect(Array.from(readFloats(dtype, consensus!.bytes)), `${dtype}, ${count} contributions`).toEqual(
+          expected,
+        );
+      }
+    }
+  });
+
   it('blends with EASGD: (1 − α)·W + α·W_avg', () => {
     expect(easgdBlendHost([1, 2], [3, -2], 0.25)).toEqual([1.5, 1]);
     expect(() => easgdBlendHost([1], [1], 0)).toThrow(/alpha/);

@@ -3,7 +3,15 @@
 // keys (`0.weight`, `encoder.layers.1.bias`, ...).
 
 import { noGrad } from '@flodl/autograd';
-import { type Device, type DType, FlodlError, invalidArgument, Tensor, tidy } from '@flodl/tensor-native';
+import {
+  type Device,
+  type DType,
+  FlodlError,
+  invalidArgument,
+  shareClassIdentity,
+  Tensor,
+  tidy,
+} from '@flodl/tensor-native';
 import { bufferInfo, isParameter } from './parameter.js';
 
 /** What `loadStateDict` did. */
@@ -301,3 +309,5 @@ export abstract class Module<Inputs extends unknown[] = [Tensor], Output = Tenso
     return [...properties, ...this._registered];
   }
 }
+
+shareClassIdentity(Module, 'flodl.nn.Module');

@@ -8,8 +8,25 @@
 //                                           for machines without npm packages or a network
 //                                           (NODE_ADDON_API_DIR and NODE_HEADERS_DIR may point
 //                                           at the node-addon-api and Node headers there)
+// FLODL_BUILD=direct is the same as --direct (for `npm install`, which passes no flags);
+// FLODL_BUILD_JOBS sets the parallel compiles (default 2).
+//
+// It runs as the package's install script, so it prints one line naming the libtorch and the
+// compile, a line per compiled file and the time taken. npm hides the output of dependencies'
+// install scripts unless `--foreground-scripts` is given; the lines then go to the terminal
+// directly when there is one.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +37,29 @@ const output = join(packageDir, 'build', 'Release', 'flodl_tensor_native.node');
 const stamp = join(packageDir, 'build', 'libtorch.json');
 const args = process.argv.slice(2);
 const direct = args.includes('--direct') || process.env.FLODL_BUILD === 'direct';
+const progress = progressSink();
+
+/** Prints a progress line where the user sees it (the terminal when npm hides script output). */
+function say(line) {
+  console.log(line);
+  if (progress !== undefined) writeSync(progress, `${line}\n`);
+}
+
+function progressSink() {
+  const hidden =
+    process.env.npm_lifecycle_event === 'install' &&
+    process.env.npm_config_user_agent?.startsWith('npm/') &&
+    process.env.npm_config_foreground_scripts !== 'true' &&
+    !process.stdout.isTTY;
+  if (!hidden) return undefined;
+  try {
+    const fd = openSync('/dev/tty', 'w');
+    process.on('exit', () => closeSync(fd));
+    return fd;
+  } catch {
+    return undefined; // no terminal (CI): npm shows the log when the install fails
+  }
+}
 
 let config;
 try {
@@ -44,45 +84,92 @@ if (
   statSync(output).mtimeMs > newestSource() &&
   !args.includes('--force')
 ) {
-  console.log(`[tensor-native] addon up to date (libtorch: ${summary})`);
+  say(`[tensor-native] addon up to date (libtorch: ${summary})`);
   process.exit(0);
 }
 
-console.log(
-  `[tensor-native] building the addon against libtorch from ${summary}${direct ? ' (direct)' : ''}`,
-);
 const jobs = Math.max(1, Number(process.env.FLODL_BUILD_JOBS) || 2);
-const ok = direct ? await buildDirect() : buildWithGyp();
+const started = Date.now();
+say(
+  `[tensor-native] building the addon against libtorch from ${summary}: ${sources.length} C++ files, ${jobs} at a time, ${direct ? `${process.env.CXX ?? 'g++'} directly (FLODL_BUILD=direct)` : 'node-gyp'}; this takes a few minutes`,
+);
+const ok = direct ? await buildDirect() : await buildWithGyp();
 if (!ok) {
   console.error('[tensor-native] the addon build failed (see the compiler output above)');
   process.exit(1);
 }
 writeFileSync(stamp, JSON.stringify(config));
-console.log(`[tensor-native] built ${output}`);
+say(`[tensor-native] built ${output} in ${elapsed()}`);
 
+function elapsed() {
+  const seconds = Math.round((Date.now() - started) / 1000);
+  return seconds < 60 ? `${seconds} s` : `${Math.floor(seconds / 60)} min ${seconds % 60} s`;
+}
+
+function compiled(name, count) {
+  say(`[tensor-native]   compiled ${name} (${count}/${sources.length}, ${elapsed()})`);
+}
 function nodeHeadersDir() {
   if (process.env.NODE_HEADERS_DIR) return process.env.NODE_HEADERS_DIR;
   const nodeDir = process.env.npm_config_nodedir ?? dirname(dirname(process.execPath));
   return join(nodeDir, 'include', 'node');
 }
 
-function buildWithGyp() {
-  const gyp = join(packageDir, 'node_modules', 'node-gyp', 'bin', 'node-gyp.js');
+/**
+ * node-gyp's entry script: this package's own dependency, found the way Node resolves it
+ * (hoisted by npm, in pnpm's virtual store, or nested), then the copy npm ships with itself.
+ */
+function nodeGypScript() {
+  try {
+    const require = createRequire(join(packageDir, 'package.json'));
+    return join(dirname(require.resolve('node-gyp/package.json')), 'bin', 'node-gyp.js');
+  } catch {
+    const bundled = process.env.npm_config_node_gyp;
+    if (bundled && existsSync(bundled)) return bundled;
+    console.error(
+      '[tensor-native] node-gyp was not found (it is a dependency of this package). Possible solutions:\n' +
+        '  - reinstall: npm rebuild @flodl/tensor-native\n' +
+        '  - compile without node-gyp: FLODL_BUILD=direct npm rebuild @flodl/tensor-native',
+    );
+    process.exit(1);
+  }
+}
+
+async function buildWithGyp() {
+  const gyp = nodeGypScript();
   const command = existsSync(output) && sameLibtorch ? 'build' : 'rebuild';
   // Build against the headers of the running Node when they are installed beside it (no download).
   const headers = nodeHeadersDir();
   const nodeDirArgs = existsSync(join(headers, 'node_api.h'))
     ? [`--nodedir=${dirname(dirname(headers))}`]
     : [];
-  const result = spawnSync(
-    process.execPath,
-    [gyp, command, '--release', '-j', String(jobs), ...nodeDirArgs],
-    {
-      cwd: packageDir,
-      stdio: 'inherit',
-    },
-  );
-  return result.status === 0;
+  const child = spawn(process.execPath, [gyp, command, '--release', '-j', String(jobs), ...nodeDirArgs], {
+    cwd: packageDir,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  // make prints `  CXX(target) Release/obj.target/flodl_tensor_native/native/NAME.o` as it
+  // starts each file: the previous one of the same worker is then done. Count started files.
+  let count = 0;
+  let pending = '';
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (chunk) => {
+    pending += chunk;
+    const lines = pending.split('\n');
+    pending = lines.pop() ?? '';
+    for (const line of lines) {
+      const match = line.match(/CXX\(target\) .*\/native\/([\w-]+)\.o/);
+      if (match) {
+        count += 1;
+        say(`[tensor-native]   compiling ${match[1]}.cc (${count}/${sources.length}, ${elapsed()})`);
+      } else if (/SOLINK_MODULE|LINK\(target\)/.test(line)) {
+        say(`[tensor-native]   linking (${elapsed()})`);
+      } else if (line.trim() !== '') {
+        console.log(line);
+      }
+    }
+  });
+  const code = await new Promise((resolve) => child.on('close', resolve));
+  return code === 0;
 }
 
 function addonApiDir() {
@@ -118,6 +205,7 @@ async function buildDirect() {
   const pending = [...sources];
   const objects = sources.map((name) => join(objectDir, name.replace(/\.cc$/, '.o')));
   let failed = false;
+  let done = 0;
   const worker = async () => {
     while (pending.length > 0 && !failed) {
       const name = pending.shift();
@@ -129,11 +217,12 @@ async function buildDirect() {
         child.on('close', resolve);
       });
       if (code !== 0) failed = true;
-      else console.log(`[tensor-native]   compiled ${name}`);
+      else compiled(name, ++done);
     }
   };
   await Promise.all(Array.from({ length: jobs }, worker));
   if (failed) return false;
+  say(`[tensor-native]   linking (${elapsed()})`);
   const link = spawnSync(
     compiler,
     ['-shared', '-o', output, ...objects, ...gypField(config, 'ldflags').split(' ')],

@@ -1,5 +1,7 @@
 // CUDA streams and events (PyTorch: torch.cuda.Stream, torch.cuda.Event, torch.cuda.stream).
 // Without CUDA every constructor throws ERR_DEVICE; check `cuda.isAvailable()` first.
+
+import { shareClassIdentity } from './class-identity.js';
 import { FlodlError, invalidArgument } from './errors.js';
 import { native } from './internal/binding.js';
 import { Tensor } from './tensor.js';
@@ -165,3 +167,6 @@ Tensor.prototype.recordStream = function recordStream(this: Tensor, stream: Cuda
     throw invalidArgument('recordStream', 'stream', 'a CudaStream', stream);
   native.recordStream(this._h, stream.id);
 };
+
+shareClassIdentity(CudaStream, 'flodl.CudaStream');
+shareClassIdentity(CudaEvent, 'flodl.CudaEvent');

@@ -1,3 +1,5 @@
+import { shareClassIdentity } from './class-identity.js';
+
 const MARKER = Symbol.for('flodl.error');
 
 /** The stable error codes. Code may branch on these; messages may change. */
@@ -41,7 +43,6 @@ export interface FlodlErrorOptions {
  * ```
  */
 export class FlodlError extends Error {
-  readonly [MARKER] = true;
   readonly code: FlodlErrorCode;
   readonly op: string | undefined;
   readonly expected: string | undefined;
@@ -96,3 +97,6 @@ export function describeValue(value: unknown): string {
   }
   return name && name !== 'Object' ? `a ${name}` : 'an object';
 }
+
+// Sets the marker `isInstance` reads on FlodlError.prototype.
+shareClassIdentity(FlodlError, 'flodl.error');

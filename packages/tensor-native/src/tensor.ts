@@ -2,6 +2,7 @@
 // files named ops-*.ts, `Tensor.from` by creation.ts and `toString` by ops-print.ts
 // (declaration merging keeps each family in its own small file, and this one imports none).
 
+import { shareClassIdentity } from './class-identity.js';
 import { type Device, deviceCode, deviceName } from './device.js';
 import { type DType, parseDType } from './dtype.js';
 import { FlodlError, invalidArgument } from './errors.js';
@@ -272,3 +273,5 @@ export function normalizeDim(op: string, dim: unknown, ndim: number, name = 'dim
   }
   return dim < 0 ? dim + span : dim;
 }
+
+shareClassIdentity(Tensor, 'flodl.Tensor');

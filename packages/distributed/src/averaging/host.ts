@@ -33,6 +33,20 @@ export function bufferWeight(steps: number): number {
   return steps > 0 ? 1 : 0;
 }
 
+/**
+ * The float bytes as numbers without copying when they sit aligned for `dtype` (a received
+ * tensor always does); a copy otherwise.
+ */
+function floatView(dtype: DType, bytes: Uint8Array): Float32Array | Float64Array {
+  const size = dtype === 'float32' ? 4 : dtype === 'float64' ? 8 : 0;
+  if (size === 0) throw invalidArgument(OP, 'dtype', HOST_AVERAGE_DTYPES.join(' or '), dtype);
+  if (bytes.byteOffset % size !== 0 || bytes.byteLength % size !== 0) return readFloats(dtype, bytes);
+  const length = bytes.byteLength / size;
+  return size === 4
+    ? new Float32Array(bytes.buffer, bytes.byteOffset, length)
+    : new Float64Array(bytes.buffer, bytes.byteOffset, length);
+}
+
 /** Reads float bytes as numbers (float32 or float64). */
 export function readFloats(dtype: DType, bytes: Uint8Array): Float32Array | Float64Array {
   const copy = bytes.slice();
@@ -58,14 +72,31 @@ export function prescaleHost(tensor: Omit<HostTensor, 'mass'>, mass: number): Ho
 interface Slot {
   dtype: DType;
   shape: readonly number[];
-  sum: Float64Array;
+  length: number;
+  /** Σ of the contributions folded so far (float64), allocated once `pending` overflows. */
+  sum: Float64Array | undefined;
+  /** Contributions added but not folded yet: views of their bytes, in order. */
+  pending: (Float32Array | Float64Array)[];
   mass: number;
 }
+
+/** Contributions held per tensor before they are folded into a float64 sum. */
+const MAX_PENDING = 8;
+
+/** Elements per block of the fold over many contributions. */
+const BLOCK = 4096;
 
 /**
  * The root of a host averaging round (mass law): folds sum pre-scaled tensors and their
  * masses (in float64), and `average()` divides once per tensor by the summed mass of exactly
  * the contributions that were added. Contributions of zero mass add nothing.
+ *
+ * The work is one pass: `add` keeps a view of each contribution's bytes (no copy) and
+ * `average()` reads every contribution once, sums each element in float64 in the order they
+ * were added and writes the quotient once in the tensor's dtype, without a float64 buffer of
+ * the model's size. Past 8 contributions per tensor the held ones are folded into such a
+ * buffer, so memory stays bounded by the caller's own contributions. The bytes added must
+ * not change until `average()` returns.
  *
  * @example
  * ```ts
@@ -89,7 +120,7 @@ export class MassAccumulator {
   }
 
   /**
-   * Folds one contribution in (sums only).
+   * Adds one contribution (sums only; its bytes are read by `average()`).
    *
    * @throws FlodlError ERR_INVALID_ARGUMENT for a dtype or shape that disagrees with earlier ones, a bad mass, or a rank added twice
    */
@@ -100,17 +131,19 @@ export class MassAccumulator {
       if (!(tensor.mass >= 0 && Number.isFinite(tensor.mass))) {
         throw invalidArgument(`${OP}.add`, `${tensor.name}.mass`, 'a finite number >= 0', tensor.mass);
       }
-      const values = readFloats(tensor.dtype, tensor.bytes);
+      const values = floatView(tensor.dtype, tensor.bytes);
       let slot = this.#slots.get(tensor.name);
       if (!slot) {
         slot = {
           dtype: tensor.dtype,
           shape: [...tensor.shape],
-          sum: new Float64Array(values.length),
+          length: values.length,
+          sum: undefined,
+          pending: [],
           mass: 0,
         };
         this.#slots.set(tensor.name, slot);
-      } else if (slot.dtype !== tensor.dtype || slot.sum.length !== values.length) {
+      } else if (slot.dtype !== tensor.dtype || slot.length !== values.length) {
         throw invalidArgument(
           `${OP}.add`,
           tensor.name,
@@ -119,8 +152,11 @@ export class MassAccumulator {
         );
       }
       if (tensor.mass === 0) continue;
-      for (let index = 0; index < values.length; index += 1)
-        slot.sum[index] = (slot.sum[index] as number) + (values[index] as number);
+      if (slot.pending.length === MAX_PENDING) {
+        slot.sum = foldPending(slot);
+        slot.pending = [];
+      }
+      slot.pending.push(values);
       slot.mass += tensor.mass;
     }
     this.#accepted.push(rank);
@@ -133,17 +169,75 @@ export class MassAccumulator {
     const out: HostTensor[] = [];
     for (const [name, slot] of this.#slots) {
       if (!(slot.mass > 0)) continue;
-      const mean = slot.sum.map((value) => value / slot.mass);
       out.push({
         name,
         dtype: slot.dtype,
         shape: slot.shape,
         mass: slot.mass,
-        bytes: writeFloats(slot.dtype, mean),
+        bytes: new Uint8Array(foldPending(slot, slot.mass).buffer),
       });
     }
     return out;
   }
+}
+
+type Floats = Float32Array | Float64Array;
+
+/**
+ * One pass over a slot's folded sum and held contributions: each element's float64 sum in the
+ * order the contributions came (from 0, as a running sum would), written out as is (no
+ * `mass`: a float64 sum for later folds) or divided by `mass` once in the slot's dtype (the
+ * consensus).
+ */
+function foldPending(slot: Slot, mass?: number): Float64Array;
+function foldPending(slot: Slot, mass: number): Floats;
+function foldPending(slot: Slot, mass?: number): Floats {
+  const inputs: Floats[] = slot.sum ? [slot.sum, ...slot.pending] : slot.pending;
+  const out =
+    mass === undefined || slot.dtype === 'float64'
+      ? new Float64Array(slot.length)
+      : new Float32Array(slot.length);
+  const divisor = mass ?? 1;
+  // Two or three inputs (the usual world sizes) in one loop each; more go block by block.
+  if (inputs.length === 1) sum1(out, inputs[0] as Floats, divisor);
+  else if (inputs.length === 2) sum2(out, inputs[0] as Floats, inputs[1] as Floats, divisor);
+  else if (inputs.length === 3)
+    sum3(out, inputs[0] as Floats, inputs[1] as Floats, inputs[2] as Floats, divisor);
+  else sumBlocks(out, inputs, divisor);
+  return out;
+}
+
+function sum1(out: Floats, a: Floats, divisor: number): void {
+  const length = out.length;
+  for (let i = 0; i < length; i += 1) out[i] = (0 + (a[i] as number)) / divisor;
+}
+
+function sum2(out: Floats, a: Floats, b: Floats, divisor: number): void {
+  const length = out.length;
+  for (let i = 0; i < length; i += 1) out[i] = (0 + (a[i] as number) + (b[i] as number)) / divisor;
+}
+
+function sum3(out: Floats, a: Floats, b: Floats, c: Floats, divisor: number): void {
+  const length = out.length;
+  for (let i = 0; i < length; i += 1)
+    out[i] = (0 + (a[i] as number) + (b[i] as number) + (c[i] as number)) / divisor;
+}
+
+/** Any number of inputs, `BLOCK` elements at a time (the block's float64 sums stay in L1). */
+function sumBlocks(out: Floats, inputs: readonly Floats[], divisor: number): void {
+  const length = out.length;
+  const block = new Float64Array(BLOCK);
+  for (let start = 0; start < length; start += BLOCK) {
+    const size = Math.min(BLOCK, length - start);
+    block.fill(0);
+    for (const values of inputs) addBlock(block, values, start, size);
+    for (let i = 0; i < size; i += 1) out[start + i] = (block[i] as number) / divisor;
+  }
+}
+
+/** `block[i] += values[start + i]` for `size` elements. */
+function addBlock(block: Float64Array, values: Floats, start: number, size: number): void {
+  for (let i = 0; i < size; i += 1) block[i] = (block[i] as number) + (values[start + i] as number);
 }
 
 /** EASGD on host values: `(1 − α)·W + α·W_avg`, element by element. */

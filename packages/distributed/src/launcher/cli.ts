@@ -1,3 +1,7 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { FlodlError } from '@flodl/tensor-native';
 import { type LaunchResult, launch } from './launch.js';
 import {
@@ -8,8 +12,22 @@ import {
   type LaunchOptions,
 } from './options.js';
 
-/** `flodl` usage text. */
+/** `flodl` usage text (the commands). */
+export const CLI_USAGE = `usage: flodl <command> [options]
+
+commands:
+  launch       start one process per rank and supervise the run (flodl launch --help)
+  help [cmd]   show this text, or a command's help
+
+options:
+  -h, --help     show this text
+  -v, --version  print the version`;
+
+/** `flodl launch` usage text. */
 export const USAGE = `usage: flodl launch --nproc N [options] script.(ts|js|mjs) [script args...]
+
+Flags come before the script (as --flag value or --flag=value); everything after the
+script goes to it.
 
 options:
   --nproc N                  rank processes on this host (required)
@@ -28,90 +46,140 @@ options:
   -h, --help                 show this text`;
 
 /** A parsed `flodl` command line. */
-export type LaunchCommand = { kind: 'help' } | { kind: 'launch'; options: LaunchOptions };
+export type LaunchCommand =
+  | { kind: 'help'; topic?: 'launch' }
+  | { kind: 'version' }
+  | { kind: 'launch'; options: LaunchOptions };
+
+const LAUNCH_FLAGS = {
+  nproc: { type: 'string' },
+  device: { type: 'string' },
+  mode: { type: 'string' },
+  nnodes: { type: 'string' },
+  'node-rank': { type: 'string' },
+  coordinator: { type: 'string' },
+  port: { type: 'string' },
+  'timeout-ms': { type: 'string' },
+  elastic: { type: 'boolean' },
+  'max-failure': { type: 'string' },
+  'no-prefix': { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const satisfies ParseArgsConfig['options'];
 
 /**
- * Parses `flodl` arguments (without `node` and the bin path). Flags come before the
- * script; everything after the script goes to it.
+ * Parses `flodl` arguments (without `node` and the bin path) with Node's `util.parseArgs`.
+ * Flags come before the script, as `--flag value` or `--flag=value`; everything after the
+ * script (or after `--`) goes to it.
  *
  * @throws FlodlError ERR_INVALID_ARGUMENT naming the bad flag, with the usage text
  */
 export function parseLaunchArgs(argv: readonly string[]): LaunchCommand {
-  const [subcommand, ...rest] = argv;
-  if (subcommand === undefined || subcommand === '-h' || subcommand === '--help' || subcommand === 'help') {
-    return { kind: 'help' };
+  const [command, ...rest] = argv;
+  if (command === undefined || command === '-h' || command === '--help') return { kind: 'help' };
+  if (command === '-v' || command === '--version' || command === 'version') return { kind: 'version' };
+  if (command === 'help') {
+    if (rest[0] === undefined) return { kind: 'help' };
+    if (rest[0] === 'launch') return { kind: 'help', topic: 'launch' };
+    throw usageError(`unknown command ${JSON.stringify(rest[0])}`, "'launch'", 'flodl help');
   }
-  if (subcommand !== 'launch') throw usageError(`unknown command ${JSON.stringify(subcommand)}`, "'launch'");
+  if (command !== 'launch') {
+    throw usageError(`unknown command ${JSON.stringify(command)}`, "'launch'", 'flodl');
+  }
+  const { flags, script, args } = splitAtScript(rest);
+  let values: ReturnType<typeof parseLaunchFlags>;
+  try {
+    values = parseLaunchFlags(flags);
+  } catch (error) {
+    throw usageError(parseErrorMessage(error), 'one of the flags below');
+  }
+  if (values.help) return { kind: 'help', topic: 'launch' };
   const options: Partial<LaunchOptions> = {};
-  let index = 0;
-  while (index < rest.length) {
-    const token = rest[index] as string;
-    if (!token.startsWith('-')) break;
-    if (token === '-h' || token === '--help') return { kind: 'help' };
-    if (token === '--elastic') {
-      options.elastic = true;
-      index += 1;
-      continue;
-    }
-    if (token === '--no-prefix') {
-      options.prefixOutput = false;
-      index += 1;
-      continue;
-    }
-    const equals = token.indexOf('=');
-    const flag = equals >= 0 ? token.slice(0, equals) : token;
-    const value: string | undefined = equals >= 0 ? token.slice(equals + 1) : rest[index + 1];
-    index += equals >= 0 ? 1 : 2;
-    if (value === undefined) throw usageError(`${flag} needs a value`, `${flag} <value>`);
-    switch (flag) {
-      case '--nproc':
-        options.nproc = integer(flag, value, 1);
-        break;
-      case '--device':
-        if (!(LAUNCH_DEVICES as readonly string[]).includes(value))
-          throw usageError(`bad ${flag} ${value}`, 'cpu or cuda');
-        options.device = value as LaunchDevice;
-        break;
-      case '--mode':
-        if (!(LAUNCH_MODES as readonly string[]).includes(value)) {
-          throw usageError(`bad ${flag} ${value}`, LAUNCH_MODES.join(', '));
-        }
-        options.mode = value as LaunchMode;
-        break;
-      case '--nnodes':
-        options.nnodes = integer(flag, value, 1);
-        break;
-      case '--node-rank':
-        options.nodeRank = integer(flag, value, 0);
-        break;
-      case '--coordinator':
-        options.coordinator = value;
-        break;
-      case '--port':
-        options.port = integer(flag, value, 0);
-        break;
-      case '--timeout-ms':
-        options.timeoutMs = integer(flag, value, 1);
-        break;
-      case '--max-failure':
-        options.maxFailure = value.endsWith('%')
-          ? { percent: percent(flag, value.slice(0, -1)) }
-          : { absolute: integer(flag, value, 1) };
-        break;
-      default:
-        throw usageError(`unknown flag ${flag}`, 'one of the flags below');
-    }
+  // In the order of the usage text, so that a bad value is named before a missing flag.
+  if (values.nproc !== undefined) options.nproc = integer('--nproc', values.nproc, 1);
+  if (values.device !== undefined) {
+    if (!(LAUNCH_DEVICES as readonly string[]).includes(values.device))
+      throw usageError(`bad --device ${values.device}`, 'cpu or cuda');
+    options.device = values.device as LaunchDevice;
   }
-  const script = rest[index];
+  if (values.mode !== undefined) {
+    if (!(LAUNCH_MODES as readonly string[]).includes(values.mode)) {
+      throw usageError(`bad --mode ${values.mode}`, LAUNCH_MODES.join(', '));
+    }
+    options.mode = values.mode as LaunchMode;
+  }
+  if (values.nnodes !== undefined) options.nnodes = integer('--nnodes', values.nnodes, 1);
+  if (values['node-rank'] !== undefined) options.nodeRank = integer('--node-rank', values['node-rank'], 0);
+  if (values.coordinator !== undefined) options.coordinator = values.coordinator;
+  if (values.port !== undefined) options.port = integer('--port', values.port, 0);
+  if (values['timeout-ms'] !== undefined)
+    options.timeoutMs = integer('--timeout-ms', values['timeout-ms'], 1);
+  if (values.elastic) options.elastic = true;
+  const maxFailure = values['max-failure'];
+  if (maxFailure !== undefined) {
+    options.maxFailure = maxFailure.endsWith('%')
+      ? { percent: percent('--max-failure', maxFailure.slice(0, -1)) }
+      : { absolute: integer('--max-failure', maxFailure, 1) };
+  }
+  if (values['no-prefix']) options.prefixOutput = false;
   if (script === undefined) throw usageError('no script given', 'a script path after the flags');
   if (options.nproc === undefined) throw usageError('--nproc is required', '--nproc N');
   if (options.maxFailure !== undefined && !options.elastic) {
     throw usageError('--max-failure needs --elastic', '--elastic --max-failure N');
   }
-  return {
-    kind: 'launch',
-    options: { ...options, nproc: options.nproc, script, args: rest.slice(index + 1) },
-  };
+  return { kind: 'launch', options: { ...options, nproc: options.nproc, script, args } };
+}
+
+function parseLaunchFlags(flags: string[]) {
+  return parseArgs({ args: flags, options: LAUNCH_FLAGS, strict: true, allowPositionals: false }).values;
+}
+
+/**
+ * Splits `launch`'s arguments at the script: the first argument that is neither a flag nor a
+ * flag's value (flags declared as taking a value take the next argument, as parseArgs does).
+ */
+function splitAtScript(rest: string[]): { flags: string[]; script: string | undefined; args: string[] } {
+  const { tokens } = parseArgs({
+    args: rest,
+    options: LAUNCH_FLAGS,
+    strict: false,
+    allowPositionals: true,
+    tokens: true,
+  });
+  for (const token of tokens) {
+    if (token.kind === 'positional') {
+      return { flags: rest.slice(0, token.index), script: token.value, args: rest.slice(token.index + 1) };
+    }
+    if (token.kind === 'option-terminator') {
+      const script = rest[token.index + 1];
+      return { flags: rest.slice(0, token.index), script, args: rest.slice(token.index + 2) };
+    }
+  }
+  return { flags: rest, script: undefined, args: [] };
+}
+
+function parseErrorMessage(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const unknown = message.match(/Unknown option '([^']+)'/);
+  if (unknown) return `unknown flag ${unknown[1]}`;
+  const missing = message.match(/Option '(-\w, )?(--[\w-]+)[^']*' argument missing/);
+  if (missing) return `${missing[2]} needs a value`;
+  const boolean = message.match(/Option '(-\w, )?(--[\w-]+)' does not take an argument/);
+  if (boolean) return `${boolean[2]} takes no value`;
+  return message.split('\n')[0] ?? message;
+}
+
+/** The version of this package, read from its package.json (src/, dist/ and dist/cjs/ alike). */
+export function cliVersion(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let depth = 0; depth < 5; depth += 1) {
+    const manifest = join(dir, 'package.json');
+    if (existsSync(manifest)) {
+      const data = JSON.parse(readFileSync(manifest, 'utf8')) as { name?: string; version?: string };
+      if (data.name === '@flodl/distributed' && data.version) return data.version;
+    }
+    dir = dirname(dir);
+  }
+  return 'unknown';
 }
 
 /**
@@ -125,11 +193,16 @@ export async function runCli(argv: readonly string[]): Promise<number> {
   try {
     command = parseLaunchArgs(argv);
   } catch (error) {
-    process.stderr.write(`flodl: ${error instanceof Error ? error.message : String(error)}\n\n${USAGE}\n`);
+    const help = FlodlError.isInstance(error) && error.op !== 'flodl launch' ? CLI_USAGE : USAGE;
+    process.stderr.write(`flodl: ${error instanceof Error ? error.message : String(error)}\n\n${help}\n`);
     return 2;
   }
   if (command.kind === 'help') {
-    process.stdout.write(`${USAGE}\n`);
+    process.stdout.write(`${command.topic === 'launch' ? USAGE : CLI_USAGE}\n`);
+    return 0;
+  }
+  if (command.kind === 'version') {
+    process.stdout.write(`flodl ${cliVersion()}\n`);
     return 0;
   }
   const controller = new AbortController();
@@ -186,6 +259,6 @@ function integer(flag: string, text: string, minimum: number): number {
   return value;
 }
 
-function usageError(message: string, expected: string): FlodlError {
-  return new FlodlError('ERR_INVALID_ARGUMENT', message, { op: 'flodl launch', expected });
+function usageError(message: string, expected: string, op = 'flodl launch'): FlodlError {
+  return new FlodlError('ERR_INVALID_ARGUMENT', message, { op, expected });
 }

@@ -102,6 +102,18 @@ export function installDeathRecord(options: InstallDeathRecordOptions = {}): () 
 
 let installed: (() => void) | undefined;
 
+/**
+ * Writes this rank's death record for `error` into `FLODL_RECORD_DIR` (a no-op outside a
+ * launched run), for a rank that catches its own failure and exits with `exitCode`.
+ */
+export function writeDeathRecord(
+  error: unknown,
+  exitCode = 1,
+  environment: NodeJS.ProcessEnv = process.env,
+): void {
+  writeOwnRecord(environment, error, exitCode);
+}
+
 function writeOwnRecord(environment: NodeJS.ProcessEnv, error: unknown, exitCode: number): void {
   const directory = environment[RECORD_DIR_ENV];
   if (!directory) return;

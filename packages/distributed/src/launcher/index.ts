@@ -1,6 +1,14 @@
 // launcher: starts and supervises one process per rank (`launch`, `flodl launch`), hosts the
 // coordinator's ControlServer on node 0 and turns rank deaths into one ERR_RANK_FAILED error.
-export { describeLost, type LaunchCommand, parseLaunchArgs, runCli, USAGE } from './cli.js';
+export {
+  CLI_USAGE,
+  cliVersion,
+  describeLost,
+  type LaunchCommand,
+  parseLaunchArgs,
+  runCli,
+  USAGE,
+} from './cli.js';
 export {
   type DeathRecord,
   deathRecordPath,
@@ -8,6 +16,7 @@ export {
   installDeathRecord,
   RECORD_DIR_ENV,
   readDeathRecord,
+  writeDeathRecord,
 } from './death-record.js';
 export { type LaunchResult, launch } from './launch.js';
 export {

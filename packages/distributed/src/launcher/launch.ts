@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FlodlError } from '@flodl/tensor-native';
 import { failureLimit } from '../coordinator/membership.js';
+import { CoordinatorHost } from '../session/coordinator-host.js';
+import { RunSettingsGate } from '../session/run-settings.js';
 import { ControlServer, createRunSecret, resolveRunSecret, SECRET_ENV } from '../wire/index.js';
 import { type DeathRecord, readDeathRecord } from './death-record.js';
 import { type LaunchOptions, type ResolvedLaunchOptions, resolveLaunchOptions } from './options.js';
@@ -77,14 +79,24 @@ export async function launch(options: LaunchOptions): Promise<LaunchResult> {
   let server: ControlServer | undefined;
   const run = new RankExitFeed(resolved.worldSize, resolved.elastic, resolved.maxFailure);
   if (resolved.nodeRank === 0) {
+    const gate = new RunSettingsGate();
     server = await ControlServer.listen({
       secret,
       worldSize: resolved.worldSize,
       host: resolved.coordinatorHost,
       port: resolved.coordinatorPort,
+      admit: (hello) => gate.admit(hello),
     });
     try {
-      await options.onServer?.(server, run);
+      // Without a hook of the caller's, ranks that announce their run settings (the
+      // Trainer's) get a coordinator formed from them.
+      if (options.onServer) await options.onServer(server, run);
+      else {
+        CoordinatorHost.attachFromRanks(server, {
+          run,
+          onError: (error) => process.stderr.write(`flodl launch: coordinator: ${describeError(error)}\n`),
+        });
+      }
     } catch (error) {
       await server.close({ timeoutMs: 1000 });
       throw error;
@@ -130,6 +142,10 @@ export async function launch(options: LaunchOptions): Promise<LaunchResult> {
   } finally {
     await server?.close({ timeoutMs: 1000 });
   }
+}
+
+function describeError(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 function runSecret(options: ResolvedLaunchOptions): Uint8Array {

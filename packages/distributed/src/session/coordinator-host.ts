@@ -1,4 +1,4 @@
-import { MassAccumulator } from '../averaging/host.js';
+import { type HostTensor, MassAccumulator } from '../averaging/host.js';
 import type { Clock } from '../coordinator/clock.js';
 import { ClusterCoordinator } from '../coordinator/coordinator.js';
 import type { CoordinatorOptions } from '../coordinator/coordinator-config.js';
@@ -11,9 +11,10 @@ import type {
 import type { LaunchMode } from '../launcher/options.js';
 import type { LaunchRun, RankExitEvent } from '../launcher/run.js';
 import type { ReceivedContribution } from '../wire/data-channel.js';
-import type { CoordinatorMessage } from '../wire/messages.js';
+import type { CoordinatorMessage, Hello } from '../wire/messages.js';
 import type { ControlServer } from '../wire/server.js';
 import type { HostRound } from './host-round.js';
+import { coordinatorOptionsFor, runSettingsOf } from './run-settings.js';
 import { isCollectiveMode } from './session.js';
 
 /** Options of {@link CoordinatorHost.attach}. */
@@ -40,6 +41,24 @@ export interface CoordinatorHostOptions {
   onRound?: (round: HostRound) => void;
   /** Called when the host fails (a consensus that cannot be formed). */
   onError?: (error: unknown) => void;
+}
+
+/** Options of {@link CoordinatorHost.attachFromRanks}: the mode and the coordinator come from the ranks. */
+export type RanksHostOptions = Omit<CoordinatorHostOptions, 'mode' | 'coordinator'> & {
+  /** Called once the first rank's settings formed the host. */
+  onAttached?: (host: CoordinatorHost) => void;
+};
+
+/**
+ * Sees what a {@link CoordinatorHost} sees, as it happens (a monitor, a logger): every notice,
+ * every command sent, every completed host-mode round, every rank process end. Observers only
+ * read; an observer that throws is ignored (the run goes on).
+ */
+export interface CoordinatorHostObserver {
+  notice?(notice: CoordinatorNotice): void;
+  command?(command: AddressedCommand): void;
+  round?(round: HostRound): void;
+  exit?(exit: RankExitEvent): void;
 }
 
 /** One host-mode reduce in flight. */
@@ -88,12 +107,15 @@ export class CoordinatorHost {
   readonly rounds: HostRound[] = [];
   /** Every rank process end the launcher reported, in order. */
   readonly exits: RankExitEvent[] = [];
+  /** Host modes: the consensus of the last completed round (names `p:i` / `b:j`, parameter order). */
+  lastConsensus: readonly HostTensor[] | undefined;
   #joined = new Set<number>();
   #connects = new Map<number, number>();
   #chains = new Map<number, Promise<void>>();
   #reduce: HostReduce | undefined;
   #timer: ReturnType<typeof setInterval> | undefined;
   readonly #collective: boolean;
+  readonly #observers = new Set<CoordinatorHostObserver>();
 
   private constructor(
     readonly server: ControlServer,
@@ -112,27 +134,62 @@ export class CoordinatorHost {
   /** Attaches a coordinator driver to `server`; the tick timer stops when the run finishes. */
   static attach(server: ControlServer, options: CoordinatorHostOptions): CoordinatorHost {
     const host = new CoordinatorHost(server, options);
-    server.on('rankConnected', (rank) => {
-      host.#connects.set(rank, (host.#connects.get(rank) ?? 0) + 1);
-      host.#maybeJoin(rank);
-    });
-    server.on('dataChannel', (rank) => host.#maybeJoin(rank));
+    host.#listen();
+    return host;
+  }
+
+  /**
+   * Attaches a coordinator driver formed from the run settings the ranks announce in their
+   * `Hello` (`encodeRunSettings`, as the Trainer's ranks do): the first rank's settings give
+   * the mode, the dataset length, the batch size, the epochs, the ElChe knobs and the
+   * callback cadence. `launch` refuses ranks whose settings differ at the handshake. Ranks
+   * that announce no settings (hand-written rank scripts) form no coordinator.
+   */
+  static attachFromRanks(server: ControlServer, options: RanksHostOptions = {}): void {
+    let formed = false;
+    const onConnected = (rank: number, hello: Hello): void => {
+      if (formed) return;
+      const settings = runSettingsOf(hello);
+      if (settings === undefined || typeof settings === 'string') return;
+      formed = true;
+      server.off('rankConnected', onConnected);
+      const { onAttached, ...rest } = options;
+      const host = new CoordinatorHost(server, {
+        ...rest,
+        mode: settings.mode,
+        coordinator: coordinatorOptionsFor(settings, hello.worldSize),
+      });
+      host.#listen();
+      host.#onConnected(rank); // this event was emitted before the host listened
+      onAttached?.(host);
+    };
+    server.on('rankConnected', onConnected);
+  }
+
+  #listen(): void {
+    const server = this.server;
+    server.on('rankConnected', (rank) => this.#onConnected(rank));
+    server.on('dataChannel', (rank) => this.#maybeJoin(rank));
     server.on('message', (rank, message) => {
       // Host modes: a session's bootstrap connection (data channel opener) is not the rank yet.
-      if (!host.#joined.has(rank)) return;
-      if (message.type === 'SnapshotReady') host.#onSnapshot(rank, message.version);
-      host.feed({ ...message, rank } as CoordinatorInput);
+      if (!this.#joined.has(rank)) return;
+      if (message.type === 'SnapshotReady') this.#onSnapshot(rank, message.version);
+      this.feed({ ...message, rank } as CoordinatorInput);
     });
     server.on('rankDisconnected', (rank, error) => {
       // A newer connection of the same rank is still up (the bootstrap one closed late).
-      if (!host.#joined.has(rank) || server.connectedRanks().includes(rank)) return;
+      if (!this.#joined.has(rank) || server.connectedRanks().includes(rank)) return;
       // A clean close without Exiting is a loss too (the coordinator ignores it once finished).
-      host.feed({ type: 'ConnectionLost', rank, message: error?.message ?? 'control connection closed' });
+      this.feed({ type: 'ConnectionLost', rank, message: error?.message ?? 'control connection closed' });
     });
-    options.run?.onRankExit((exit) => host.#onRankExit(exit));
-    host.#timer = setInterval(() => host.feed({ type: 'Tick' }), options.tickMs ?? 250);
-    host.#timer.unref?.();
-    return host;
+    this.options.run?.onRankExit((exit) => this.#onRankExit(exit));
+    this.#timer = setInterval(() => this.feed({ type: 'Tick' }), this.options.tickMs ?? 250);
+    this.#timer.unref?.();
+  }
+
+  #onConnected(rank: number): void {
+    this.#connects.set(rank, (this.#connects.get(rank) ?? 0) + 1);
+    this.#maybeJoin(rank);
   }
 
   /** True once the coordinator finished (Completed or a save-and-exit). */
@@ -151,12 +208,35 @@ export class CoordinatorHost {
     this.#timer = undefined;
   }
 
+  /**
+   * Adds an observer of what happens from now on (add it right after {@link attach}, in
+   * `onServer`, to see the whole run); returns the function that removes it.
+   */
+  addObserver(observer: CoordinatorHostObserver): () => void {
+    this.#observers.add(observer);
+    return () => this.#observers.delete(observer);
+  }
+
+  #tell<K extends keyof CoordinatorHostObserver>(
+    event: K,
+    value: Parameters<NonNullable<CoordinatorHostObserver[K]>>[0],
+  ): void {
+    for (const observer of this.#observers) {
+      try {
+        (observer[event] as ((value: unknown) => void) | undefined)?.call(observer, value);
+      } catch {
+        // An observer's failure is its own: the run does not depend on it.
+      }
+    }
+  }
+
   /** Feeds one input to the coordinator and sends what it produced. */
   feed(input: CoordinatorInput): void {
     const output = this.coordinator.handle(input);
     for (const notice of output.notices) {
       this.notices.push(notice);
       this.options.onNotice?.(notice);
+      this.#tell('notice', notice);
       if (notice.type === 'AveragingStarted' && this.coordinator.backend === 'Cpu') {
         this.#reduce = {
           version: notice.version,
@@ -176,6 +256,7 @@ export class CoordinatorHost {
     }
     for (const addressed of output.commands) {
       this.commands.push(addressed);
+      this.#tell('command', addressed);
       this.#dispatch(addressed);
     }
     if (this.finished) this.detach();
@@ -183,6 +264,7 @@ export class CoordinatorHost {
 
   #onRankExit(exit: RankExitEvent): void {
     this.exits.push(exit);
+    this.#tell('exit', exit);
     const failure = exit.failure;
     this.rankExited({
       rank: exit.rank,
@@ -294,6 +376,7 @@ export class CoordinatorHost {
       ),
     );
     if (this.#reduce === reduce) this.#reduce = undefined;
+    this.lastConsensus = consensus;
     if (reduce.abandoned) return;
     const round: HostRound = {
       version: reduce.version,
@@ -304,6 +387,7 @@ export class CoordinatorHost {
     };
     this.rounds.push(round);
     this.options.onRound?.(round);
+    this.#tell('round', round);
     this.feed({ type: 'ReduceCompleted', version: reduce.version, accepted });
   }
 }

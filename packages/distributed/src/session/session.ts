@@ -73,6 +73,11 @@ export interface SessionOptions {
   onAveraged?: (event: AveragedEvent) => void;
   /** The module hosting the RankClient's control worker (bundled builds / tests). */
   workerUrl?: URL;
+  /**
+   * Capabilities announced in this rank's `Hello`s, e.g. `encodeRunSettings(...)`: the
+   * launcher forms its coordinator from them and refuses ranks that disagree. Default none.
+   */
+  capabilities?: string[];
 }
 
 /** One applied averaging round, as this rank saw it. */
@@ -98,6 +103,8 @@ export interface StepReport {
   dataMs?: number;
   /** Optimizer steps this report covers. Default 1. */
   steps?: number;
+  /** ‖params‖ (global L2), sent every few steps. Default none. */
+  paramNorm?: number;
 }
 
 const OP = 'DistributedSession';
@@ -204,6 +211,7 @@ export class DistributedSession {
         rank,
         worldSize,
         connectTimeoutMs: timeoutMs,
+        ...(options.capabilities ? { capabilities: options.capabilities } : {}),
       });
       data = await bootstrap.openDataChannel();
       await bootstrap.close();
@@ -215,6 +223,7 @@ export class DistributedSession {
       secret,
       connectTimeoutMs: timeoutMs,
       ...(options.workerUrl ? { workerUrl: options.workerUrl } : {}),
+      ...(options.capabilities ? { capabilities: options.capabilities } : {}),
     });
     let group: ProcessGroup | undefined;
     if (isCollectiveMode(mode)) {
@@ -264,6 +273,7 @@ export class DistributedSession {
       dataMs: report.dataMs ?? 0,
       stepCount: this.#stepCount,
       batchLoss: report.loss,
+      ...(report.paramNorm === undefined ? {} : { paramNorm: report.paramNorm }),
     });
     this.#lastReport = now;
     await this.drain();
@@ -275,8 +285,12 @@ export class DistributedSession {
     // A SyncNow followed by a DeclareDead belongs to a round the coordinator aborted.
     let lastDeath = -1;
     for (const [index, message] of messages.entries()) if (message.type === 'DeclareDead') lastDeath = index;
+    let requested = false;
     for (const [index, message] of messages.entries()) {
       if (message.type === 'SyncNow' && index < lastDeath) continue;
+      // CpuSync's Throttle after a RequestParams is served by the hold until the Update.
+      if (message.type === 'Throttle' && requested) continue;
+      if (message.type === 'RequestParams' && this.mode !== 'CpuAsync') requested = true;
       await this.#handle(message);
     }
   }
@@ -440,12 +454,14 @@ export class DistributedSession {
     for (;;) {
       const messages = this.control.poll();
       const index = messages.findIndex((message) => message.type === 'Update');
+      // A Throttle that came before the Update is served by this very hold.
+      const notThrottle = (message: CoordinatorMessage) => message.type !== 'Throttle';
       if (index >= 0) {
-        this.#backlog.push(...messages.slice(0, index), ...messages.slice(index + 1));
+        this.#backlog.push(...messages.slice(0, index).filter(notThrottle), ...messages.slice(index + 1));
         await this.#update((messages[index] as { version: number }).version);
         return;
       }
-      this.#backlog.push(...messages);
+      this.#backlog.push(...messages.filter(notThrottle));
       // The run ends without this round (a save-and-exit after deaths): stop waiting for it.
       const end = this.#backlog.findIndex(
         (message) => message.type === 'Shutdown' || message.type === 'ShutdownWithSave',

@@ -1,7 +1,7 @@
 // The optimizer base class: parameter groups, per-parameter state, zeroGrad, step, state dicts.
 // Each optimizer supplies its options, its state layout and `stepParameter` (one file each).
 import { enableGrad, noGrad } from '@flodl/autograd';
-import { FlodlError, invalidArgument, keep, Tensor, tidy } from '@flodl/tensor-native';
+import { FlodlError, invalidArgument, keep, shareClassIdentity, Tensor, tidy } from '@flodl/tensor-native';
 import { checkNumberInRange, checkOptionsObject, rejectUnknownKeys } from './options.js';
 import {
   type BaseGroupOptions,
@@ -394,3 +394,5 @@ function mergeOptions<TOptions>(base: Readonly<TOptions>, overrides: Record<stri
     merged[key] = Array.isArray(value) ? [...value] : value;
   return merged as TOptions;
 }
+
+shareClassIdentity(Optimizer, 'flodl.nn.Optimizer');

@@ -1,6 +1,6 @@
 // The optimizer-bound scheduler base: a pure per-group schedule `lrAt(step)` applied to the
 // optimizer's groups at each `step()`.
-import { describeValue, FlodlError, invalidArgument } from '@flodl/tensor-native';
+import { describeValue, FlodlError, invalidArgument, shareClassIdentity } from '@flodl/tensor-native';
 import { Optimizer } from '../optim/optimizer.js';
 import { nonNegativePerGroup } from './validate.js';
 
@@ -176,3 +176,5 @@ export function cyclicMomentumBounds(
     max: nonNegativePerGroup(op, 'options.maxMomentum', options.maxMomentum ?? defaults.max, groups),
   };
 }
+
+shareClassIdentity(LRScheduler, 'flodl.nn.LRScheduler');

@@ -1,4 +1,4 @@
-import { describeValue, FlodlError, invalidArgument, Tensor } from '@flodl/tensor-native';
+import { describeValue, FlodlError, invalidArgument, shareClassIdentity, Tensor } from '@flodl/tensor-native';
 import { Optimizer } from '../optim/optimizer.js';
 import { checkInteger, checkNumberInRange, checkOneOf, checkSchedulerOptions, perGroup } from './validate.js';
 
@@ -212,3 +212,5 @@ export class ReduceLROnPlateau {
     this.lastLr = [...state.lastLr];
   }
 }
+
+shareClassIdentity(ReduceLROnPlateau, 'flodl.nn.ReduceLROnPlateau');

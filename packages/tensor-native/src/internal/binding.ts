@@ -8,11 +8,17 @@ import type { NativeBinding } from './binding-types.js';
 
 const require = createRequire(import.meta.url);
 
+const ADDON_PATH = 'build/Release/flodl_tensor_native.node';
+
+// The package's build folder seen from src/internal (tests), dist/ (the ESM build) and
+// dist/cjs/ (the CommonJS build); the first that exists is loaded.
 function candidates(): string[] {
   const list: string[] = [];
   if (process.env.FLODL_ADDON) list.push(process.env.FLODL_ADDON);
-  list.push(fileURLToPath(new URL('../build/Release/flodl_tensor_native.node', import.meta.url)));
-  list.push(fileURLToPath(new URL('../../build/Release/flodl_tensor_native.node', import.meta.url)));
+  for (const up of ['../', '../../']) {
+    const path = fileURLToPath(new URL(`${up}${ADDON_PATH}`, import.meta.url));
+    if (!list.includes(path)) list.push(path);
+  }
   return list;
 }
 
@@ -76,15 +82,18 @@ function load(): NativeBinding {
       failures.push(`${path}: ${error instanceof Error ? error.message : String(error)}`);
     }
   }
+  const neverBuilt = failures.every((failure) => failure.endsWith(': not built'));
   const hint = [
-    'the flodl native addon could not be loaded. Possible solutions:',
-    '  - build it: pnpm --filter @flodl/tensor-native run build:addon',
-    '  - install libtorch first: apt-get install -y libtorch-dev libgloo-dev (or set LIBTORCH)',
+    neverBuilt
+      ? 'the flodl native addon was never built (its install script did not run or failed). Possible solutions:'
+      : 'the flodl native addon could not be loaded. Possible solutions:',
+    '  - build it: npm rebuild @flodl/tensor-native (pnpm: allow its build, see the README; in the flodl repo: npm run setup)',
+    '  - install libtorch first: apt-get install -y libtorch-dev libgloo-dev (or set LIBTORCH), then rebuild',
     '  - point FLODL_ADDON at a built flodl_tensor_native.node',
   ].join('\n');
   throw new FlodlError('ERR_BINDING_NOT_FOUND', hint, {
     op: 'load',
-    expected: 'a loadable build/Release/flodl_tensor_native.node',
+    expected: `a loadable ${ADDON_PATH} in the @flodl/tensor-native package`,
     got: failures.join('; '),
   });
 }

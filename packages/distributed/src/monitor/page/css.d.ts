@@ -1,0 +1,2 @@
+// The page's style sheets are bundled by esbuild; TypeScript only needs to accept the imports.
+declare module '*.css';

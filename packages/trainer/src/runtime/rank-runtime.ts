@@ -1,0 +1,675 @@
+// The rank runtime: one rank's model, optimizer, data and counters, and the primitives both
+// training tiers drive (floDl's GpuWorker). The managed Trainer runs `runEpochPlan`; the
+// cooperative Worker calls the same primitives from the user's loop.
+
+import { noGrad } from '@flodl/autograd';
+import type {
+  CoordinatorMessage,
+  DistributedSession,
+  EpochMetrics,
+  EpochPlan,
+  IntentKind,
+} from '@flodl/distributed';
+import type { Metrics } from '@flodl/distributed/wire';
+import { clipGradNorm, type LRScheduler, type Optimizer } from '@flodl/nn';
+import { type Device, FlodlError, type Tensor, tidy } from '@flodl/tensor-native';
+import type { Batch } from '../data/batch.js';
+import { DataLoader } from '../data/loader/data-loader.js';
+import { epochPermutation } from '../data/random.js';
+import { PlanSampler } from './plan-sampler.js';
+import { drainScalars } from './scalars.js';
+import type { AnyModule, EpochState, TrainedState, TrainingDataset, TrainStep } from './types.js';
+
+/** What the elected rank's epoch callback can reach. */
+export interface EpochContext<M extends AnyModule = AnyModule> {
+  readonly model: M;
+  readonly optimizer: Optimizer;
+  readonly rank: number;
+  readonly worldSize: number;
+  /** Sets every parameter group's learning rate. */
+  setLr(lr: number): void;
+}
+
+/** The user callbacks a rank services (the elected rank only, in a cluster). */
+export interface RuntimeCallbacks<M extends AnyModule = AnyModule> {
+  /** Evaluates the model (run in eval mode, without grad); returns the metric. */
+  evalFn?: (model: M, dataset: TrainingDataset | undefined) => number | Promise<number>;
+  evalDataset?: TrainingDataset;
+  /** Saves a checkpoint of averaging round (or epoch) `version`. */
+  checkpointFn?: (version: number, model: M) => void | Promise<void>;
+  /** Runs before each epoch (0-based). */
+  epochFn?: (epoch: number, context: EpochContext<M>) => void | Promise<void>;
+}
+
+/** Options of {@link RankRuntime}. */
+export interface RankRuntimeOptions<M extends AnyModule = AnyModule> {
+  model: M;
+  optimizer: Optimizer;
+  dataset: TrainingDataset;
+  batchSize: number;
+  /** Shuffle seed: plan `(epoch, offset, size)` trains `epochPermutation(N, seed, epoch)[offset, offset + size)`. */
+  seed: number;
+  device: Device;
+  /** Default 0 of 1. */
+  rank?: number;
+  worldSize?: number;
+  /** Clip the global gradient norm to this before each step. Default none. */
+  maxGradNorm?: number;
+  /** Sets the learning rate of each step from `lrAt(globalStep + stepsSinceAvg)`. Default none. */
+  scheduler?: LRScheduler;
+  /** Multiplies the learning rate (Goyal scaling). Default 1. */
+  lrScale?: number;
+  /** Loader prefetch depth. Default 2. */
+  prefetch?: number;
+  /** Loader resident mode. Default `'auto'`. */
+  resident?: boolean | 'auto';
+  callbacks?: RuntimeCallbacks<M>;
+  /** The rank's link to the coordinator; absent on a single device. */
+  session?: DistributedSession;
+  /** Yield to the event loop after each step (this process also hosts the coordinator). Default false. */
+  yieldEachStep?: boolean;
+}
+
+/** One chunk report of a single-device run, as the coordinator would have received it. */
+export type ChunkReport = { rank: number } & Omit<Metrics, 'type'>;
+
+const OP = 'RankRuntime';
+
+/**
+ * One rank's training engine. It owns the model, the optimizer, the data of its plans and the
+ * step counters, and exposes the primitives of a training step; the coordinator (through the
+ * rank's {@link DistributedSession}) decides plans, averaging and who runs callbacks, and the
+ * runtime follows at its step points: after each step, while idle between plans.
+ *
+ * - `beginEpoch(plan)` → an {@link EpochState}; `nextBatch(state)` → the next batch (owned by
+ *   the caller) or `undefined` at the end of the plan;
+ * - `optimizerStepAndBookkeep()`: clip → LR from the schedule at `globalStep + stepsSinceAvg`
+ *   (× lrScale) → step → zeroGrad → counters;
+ * - `afterStep(state, loss, ms)`: timing report, control drain (averaging happens here);
+ * - `endEpoch(state)`: the plan's report (always, even with 0 batches; not after a shutdown).
+ */
+export class RankRuntime<M extends AnyModule = AnyModule> {
+  readonly model: M;
+  readonly optimizer: Optimizer;
+  readonly dataset: TrainingDataset;
+  readonly batchSize: number;
+  readonly seed: number;
+  readonly device: Device;
+  readonly rank: number;
+  readonly worldSize: number;
+  readonly session: DistributedSession | undefined;
+  /** Optimizer steps taken (plus one per collective sync). */
+  localStep = 0;
+  /** The LR clock the coordinator last set (`SetGlobalStep`). */
+  globalStep = 0;
+  /** The epoch of the last plan begun. */
+  currentEpoch = 0;
+  readonly #options: RankRuntimeOptions<M>;
+  readonly #sampler: PlanSampler;
+  readonly #loader: DataLoader;
+  #stepsSinceAvg = 0;
+  #plans: EpochPlan[] = [];
+  #inbox: CoordinatorMessage[] = [];
+  #open: EpochState | undefined;
+  #iterator: Iterator<Batch> | undefined;
+  #runEnd = 0;
+  #epochRole: number | undefined;
+  #lastEpochFired = -1;
+  #latest: EpochMetrics | undefined;
+  #metricsStream: EpochMetrics[] | undefined;
+  #evalStream: [number, number][] | undefined;
+  #reports: ChunkReport[] = [];
+  #lastLr: number | undefined;
+  #shutdown = false;
+  #throttled = false;
+  #throttledAt = 0;
+  #disposed = false;
+
+  constructor(options: RankRuntimeOptions<M>) {
+    this.#options = options;
+    this.model = options.model;
+    this.optimizer = options.optimizer;
+    this.dataset = options.dataset;
+    this.batchSize = options.batchSize;
+    this.seed = options.seed;
+    this.device = options.device;
+    this.rank = options.rank ?? 0;
+    this.worldSize = options.worldSize ?? 1;
+    this.session = options.session;
+    this.#sampler = new PlanSampler(options.dataset.length);
+    this.#loader = new DataLoader(options.dataset, {
+      batchSize: options.batchSize,
+      sampler: this.#sampler,
+      device: options.device,
+      prefetch: options.prefetch ?? 2,
+      resident: options.resident ?? 'auto',
+    });
+    const lrScale = options.lrScale ?? 1;
+    if (options.scheduler === undefined && lrScale !== 1) {
+      for (const [index, group] of this.optimizer.paramGroups.entries()) {
+        this.optimizer.setGroupLr(index, group.lr * lrScale);
+      }
+    }
+  }
+
+  /** Every sample position of an epoch (the dataset length). */
+  get totalSamples(): number {
+    return this.dataset.length;
+  }
+
+  /** Realized steps since this rank's state last entered an averaging round (the reduce mass). */
+  get stepsSinceAvg(): number {
+    return this.session ? this.session.windowSteps : this.#stepsSinceAvg;
+  }
+
+  /** True once the coordinator said `Shutdown` / `ShutdownWithSave`. */
+  get shutdownSeen(): boolean {
+    return this.#shutdown || (this.session?.stopped ?? false);
+  }
+
+  /** Ends the plan in flight after its current step (a graceful stop; the coordinator's Shutdown in a cluster). */
+  requestStop(): void {
+    this.#shutdown = true;
+  }
+
+  /** Routes a coordinator message to the runtime (the session's `onControl`). */
+  receive(message: CoordinatorMessage): void {
+    // A Throttle holds until the round after the one applied when it arrived.
+    if (message.type === 'Throttle') this.#throttledAt = this.session?.version ?? 0;
+    this.#inbox.push(message);
+  }
+
+  // ---- plans and batches ----------------------------------------------------------------
+
+  /** Opens `plan`: this rank's slice of the epoch permutation, batched by `batchSize`. */
+  beginEpoch(plan: EpochPlan): EpochState {
+    this.#checkLive('beginEpoch');
+    this.#closeIterator();
+    this.currentEpoch = plan.epoch;
+    const state: EpochState = {
+      epoch: plan.epoch,
+      picks: this.#picks(plan.epoch, plan.partitionOffset, plan.partitionSize),
+      batchDone: 0,
+      totalLoss: 0,
+      computeMsTotal: 0,
+      dataStarveMsTotal: 0,
+      lastDataMs: 0,
+      epochStart: performance.now(),
+      shutdown: false,
+    };
+    this.#open = state;
+    return state;
+  }
+
+  /** The next batch of `state` (owned by the caller: dispose it), or `undefined` at its end. */
+  nextBatch(state: EpochState): Batch | undefined {
+    this.#checkLive('nextBatch');
+    const total = Math.floor(state.picks.length / this.batchSize);
+    if (state.batchDone >= total) return undefined;
+    if (this.#iterator === undefined || this.#open !== state || state.batchDone >= this.#runEnd) {
+      // A fresh pass over the batches known now (an ExtendPartition adds to them later).
+      this.#closeIterator();
+      this.#open = state;
+      const from = state.batchDone * this.batchSize;
+      this.#sampler.set(Int32Array.from(state.picks.slice(from, total * this.batchSize)));
+      this.#iterator = this.#loader.epoch(state.epoch)[Symbol.iterator]();
+      this.#runEnd = total;
+    }
+    const started = performance.now();
+    const next = this.#iterator.next();
+    if (next.done) {
+      this.#closeIterator();
+      return undefined;
+    }
+    state.lastDataMs = performance.now() - started;
+    state.dataStarveMsTotal += state.lastDataMs;
+    state.batchDone += 1;
+    return next.value;
+  }
+
+  /** Waits for an averaging writeback before the next forward (none pending on this runtime's paths). */
+  syncBeforeForward(): void {}
+
+  /** Clip → LR → optimizer step → zeroGrad → counters. Gradients must be populated. */
+  optimizerStepAndBookkeep(): void {
+    this.#checkLive('optimizerStepAndBookkeep');
+    const { maxGradNorm, scheduler } = this.#options;
+    if (maxGradNorm !== undefined) {
+      const withGrad = this.model.parameters().filter((parameter) => parameter.grad !== undefined);
+      if (withGrad.length > 0) clipGradNorm(withGrad, maxGradNorm);
+    }
+    if (scheduler !== undefined) {
+      const lrs = scheduler.lrAt(this.globalStep + this.stepsSinceAvg);
+      const scale = this.#options.lrScale ?? 1;
+      lrs.forEach((lr, group) => {
+        this.optimizer.setGroupLr(group, lr * scale);
+      });
+    }
+    this.optimizer.step();
+    this.optimizer.zeroGrad();
+    this.localStep += 1;
+    if (!this.session) this.#stepsSinceAvg += 1;
+  }
+
+  /** Books the step, reports its timing and follows the coordinator (a reduce can run here). */
+  async afterStep(state: EpochState, loss: number, ms: number): Promise<void> {
+    state.computeMsTotal += ms;
+    state.totalLoss += loss;
+    const session = this.session;
+    if (!session) {
+      if (this.#shutdown) state.shutdown = true;
+      return;
+    }
+    const paramNorm = (this.stepsSinceAvg + 1) % 10 === 0 ? this.#paramNorm() : undefined;
+    await session.afterStep({
+      loss,
+      batchMs: ms,
+      dataMs: state.lastDataMs,
+      ...(paramNorm === undefined ? {} : { paramNorm }),
+    });
+    const lr = this.optimizer.getLr();
+    if (lr !== this.#lastLr) {
+      this.#lastLr = lr;
+      session.control.send({ type: 'LrUpdate', lr });
+    }
+    if (this.#options.yieldEachStep) await new Promise((resolve) => setImmediate(resolve));
+    await this.serviceControl();
+    if (this.shutdownSeen) state.shutdown = true;
+  }
+
+  /** Closes `state` and sends its report (skipped after a shutdown seen mid-plan). */
+  endEpoch(state: EpochState): void {
+    if (this.#open === state) this.#closeIterator();
+    if (state.shutdown) return;
+    const batches = state.batchDone;
+    const elapsed = performance.now() - state.epochStart;
+    const report: Omit<Metrics, 'type'> = {
+      epoch: state.epoch,
+      avgLoss: batches === 0 ? 0 : state.totalLoss / batches,
+      batchesProcessed: batches,
+      epochMs: batches === 0 ? 0 : elapsed,
+      samplesProcessed: batches * this.batchSize,
+      shareCompleteMs: batches === 0 ? 0 : state.computeMsTotal + state.dataStarveMsTotal,
+      computeOnlyMs: state.computeMsTotal,
+      dataStarveMs: state.dataStarveMsTotal,
+      scalars: drainScalars(),
+    };
+    if (this.session) this.session.control.metrics(report);
+    else this.#reports.push({ rank: this.rank, ...report });
+  }
+
+  /** One step of `trainStep` on `batch` (forward + loss), then backward and the tail; → (loss, ms). */
+  trainStep(
+    trainStep: TrainStep<M>,
+    batch: Batch,
+    where: { epoch: number; batch: number },
+  ): [number, number] {
+    const started = performance.now();
+    const loss = tidy(() => {
+      let output: unknown;
+      try {
+        output = trainStep(this.model, batch);
+      } catch (error) {
+        throw new Error(
+          `trainStep threw at epoch ${where.epoch}, batch ${where.batch}: ${error instanceof Error ? error.message : String(error)}`,
+          { cause: error },
+        );
+      }
+      const value = checkLoss(output).item() as number;
+      (output as Tensor).backward();
+      this.optimizerStepAndBookkeep();
+      return value;
+    });
+    return [loss, performance.now() - started];
+  }
+
+  /** Trains every batch of `plan` (the managed tier); true when a shutdown arrived. */
+  async runEpochPlan(plan: EpochPlan, trainStep: TrainStep<M>): Promise<boolean> {
+    const state = this.beginEpoch(plan);
+    for (;;) {
+      const batch = this.nextBatch(state);
+      if (!batch) break;
+      this.syncBeforeForward();
+      let loss: number;
+      let ms: number;
+      try {
+        [loss, ms] = this.trainStep(trainStep, batch, { epoch: plan.epoch, batch: state.batchDone - 1 });
+      } finally {
+        batch.dispose();
+      }
+      await this.afterStep(state, loss, ms);
+      if (state.shutdown) {
+        this.#closeIterator();
+        return true;
+      }
+    }
+    this.endEpoch(state);
+    return false;
+  }
+
+  // ---- averaging --------------------------------------------------------------------------
+
+  /** A copy of the parameters and buffers (never aliasing them) with the steps since the last average. */
+  snapshotParams(): TrainedState & { batchCount: number } {
+    const copy = (tensors: Tensor[]): Tensor[] =>
+      noGrad(() => tidy(() => tensors.map((tensor) => tensor.detach().to('cpu').clone())));
+    return {
+      params: copy(this.model.parameters()),
+      buffers: copy(this.model.buffers()),
+      batchCount: this.stepsSinceAvg,
+    };
+  }
+
+  /**
+   * Overwrites the parameters (and buffers) with an averaged state.
+   *
+   * @throws FlodlError ERR_INVALID_ARGUMENT when the counts or shapes differ from the model's
+   */
+  loadAveraged(update: TrainedState): void {
+    const parameters = this.model.parameters();
+    const buffers = this.model.buffers();
+    if (update.params.length !== parameters.length || update.buffers.length !== buffers.length) {
+      throw new FlodlError('ERR_INVALID_ARGUMENT', 'the averaged state does not match the model', {
+        op: `${OP}.loadAveraged`,
+        expected: `${parameters.length} parameters and ${buffers.length} buffers`,
+        got: `${update.params.length} and ${update.buffers.length}`,
+      });
+    }
+    noGrad(() => {
+      parameters.forEach((parameter, index) => {
+        parameter.copy_(update.params[index] as Tensor);
+      });
+      buffers.forEach((buffer, index) => {
+        buffer.copy_(update.buffers[index] as Tensor);
+      });
+    });
+  }
+
+  // ---- coordinator-driven flow -----------------------------------------------------------
+
+  /** The next plan the coordinator hands this rank, servicing control meanwhile; `undefined` at shutdown. */
+  async waitForEpochPlan(): Promise<EpochPlan | undefined> {
+    const session = this.#requireSession('waitForEpochPlan');
+    for (;;) {
+      await this.serviceControl();
+      const plan = this.#plans.shift();
+      if (plan) return plan;
+      if (this.shutdownSeen) return undefined;
+      await session.drain();
+      await sleep(1);
+    }
+  }
+
+  /** Runs the epoch callback once per epoch, on the elected rank (every epoch on a single device). */
+  async fireEpochCallback(epoch: number): Promise<void> {
+    if (epoch === this.#lastEpochFired) return;
+    this.#lastEpochFired = epoch;
+    if (this.session && this.#epochRole !== this.rank) return;
+    const epochFn = this.#options.callbacks?.epochFn;
+    if (!epochFn) return;
+    const started = performance.now();
+    await epochFn(epoch, {
+      model: this.model,
+      optimizer: this.optimizer,
+      rank: this.rank,
+      worldSize: this.worldSize,
+      setLr: (lr) => this.optimizer.setLr(lr),
+    });
+    this.session?.control.send({ type: 'EpochFnElapsed', epoch, elapsedMs: performance.now() - started });
+  }
+
+  /** Asks the coordinator for an eval or a checkpoint at the next coherent boundary (a no-op alone). */
+  reportIntent(kind: IntentKind): void {
+    this.session?.control.intent(kind);
+  }
+
+  /** Follows every control message that arrived: plans, roles, callbacks, metrics, throttling. */
+  async serviceControl(): Promise<void> {
+    const session = this.session;
+    if (!session) return;
+    await session.drain();
+    await this.#handleInbox();
+    if (!this.#throttled) return;
+    // Throttle: hold until the next averaging round (or the end of the run).
+    const version = this.#throttledAt;
+    while (session.version === version && !this.shutdownSeen) {
+      await sleep(1);
+      await session.drain();
+      await this.#handleInbox();
+    }
+    this.#throttled = false;
+  }
+
+  /** Collects every aggregated epoch (`EpochAggregated`) from now on; see `takeMetrics`. */
+  enableMetricsStream(): void {
+    this.#metricsStream ??= [];
+  }
+
+  /** Collects every eval broadcast (`EvalBroadcast`) from now on; see `takeEvals`. */
+  enableEvalStream(): void {
+    this.#evalStream ??= [];
+  }
+
+  /** The latest aggregated epoch the coordinator broadcast. */
+  get latestMetrics(): EpochMetrics | undefined {
+    return this.#latest;
+  }
+
+  /** The aggregated epochs collected since the last call, oldest first. */
+  takeMetrics(): EpochMetrics[] {
+    return this.#metricsStream?.splice(0) ?? [];
+  }
+
+  /** The eval broadcasts collected since the last call, oldest first. */
+  takeEvals(): [number, number][] {
+    return this.#evalStream?.splice(0) ?? [];
+  }
+
+  /** Single device: the chunk reports since the last call. */
+  takeReports(): ChunkReport[] {
+    return this.#reports.splice(0);
+  }
+
+  /** Runs the eval callback now (single device); the metric, or the error. */
+  async evaluate(): Promise<{ metric: number; error?: string; elapsedMs: number }> {
+    const { evalFn, evalDataset } = this.#options.callbacks ?? {};
+    const started = performance.now();
+    if (!evalFn) return { metric: Number.NaN, error: 'no evalFn', elapsedMs: 0 };
+    try {
+      this.model.eval();
+      const metric = await noGrad(() => evalFn(this.model, evalDataset));
+      if (typeof metric !== 'number') {
+        return { metric: Number.NaN, error: `evalFn returned ${typeof metric}, not a number`, elapsedMs: 0 };
+      }
+      return { metric, elapsedMs: performance.now() - started };
+    } catch (error) {
+      return { metric: Number.NaN, error: messageOf(error), elapsedMs: performance.now() - started };
+    } finally {
+      this.model.train();
+    }
+  }
+
+  /** Runs the checkpoint callback now; the error, if it failed. */
+  async checkpoint(version: number): Promise<{ error?: string; elapsedMs: number }> {
+    const checkpointFn = this.#options.callbacks?.checkpointFn;
+    const started = performance.now();
+    if (!checkpointFn) return { error: 'no checkpointFn', elapsedMs: 0 };
+    try {
+      await checkpointFn(version, this.model);
+      return { elapsedMs: performance.now() - started };
+    } catch (error) {
+      return { error: messageOf(error), elapsedMs: performance.now() - started };
+    }
+  }
+
+  /** This rank's final state: CPU copies in parameter / buffer order. */
+  finalState(): TrainedState {
+    const { params, buffers } = this.snapshotParams();
+    return { params, buffers };
+  }
+
+  /** Frees the loader (and what it prepared ahead). Idempotent. */
+  dispose(): void {
+    if (this.#disposed) return;
+    this.#closeIterator();
+    this.#loader.dispose();
+    this.#disposed = true;
+  }
+
+  async #handleInbox(): Promise<void> {
+    while (this.#inbox.length > 0) {
+      const message = this.#inbox.shift() as CoordinatorMessage;
+      await this.#handle(message);
+    }
+  }
+
+  async #handle(message: CoordinatorMessage): Promise<void> {
+    const session = this.session as DistributedSession;
+    switch (message.type) {
+      case 'StartEpoch':
+        this.#plans.push(message.plan);
+        return;
+      case 'ExtendPartition': {
+        const open = this.#open;
+        if (open && open.epoch === message.epoch && !open.shutdown) {
+          open.picks.push(...this.#picks(message.epoch, message.offset, message.size));
+        } else {
+          this.#plans.push({
+            epoch: message.epoch,
+            partitionOffset: message.offset,
+            partitionSize: message.size,
+          });
+        }
+        return;
+      }
+      case 'SetGlobalStep':
+        this.globalStep = message.globalStep;
+        return;
+      case 'SetEpochCallbackRole':
+        this.#epochRole = message.rank;
+        return;
+      case 'Throttle':
+        this.#throttled = true;
+        return;
+      case 'EpochAggregated':
+        this.#latest = message.metrics;
+        this.#metricsStream?.push(message.metrics);
+        return;
+      case 'EvalBroadcast':
+        this.#evalStream?.push([message.epoch, message.metric]);
+        return;
+      case 'ExecuteEvalCallback': {
+        if (message.targetRank !== this.rank || !this.#options.callbacks?.evalFn) return;
+        const result = await this.evaluate();
+        session.control.send({
+          type: 'EvalResult',
+          scheduleId: message.scheduleId,
+          epoch: message.epoch,
+          metric: result.metric,
+          elapsedMs: result.elapsedMs,
+          ...(result.error === undefined ? {} : { error: result.error }),
+        });
+        return;
+      }
+      case 'Checkpoint': {
+        if (message.targetRank !== this.rank) return;
+        const result = await this.checkpoint(message.version);
+        session.control.send({
+          type: 'CheckpointResult',
+          version: message.version,
+          elapsedMs: result.elapsedMs,
+          ...(result.error === undefined ? {} : { error: result.error }),
+        });
+        return;
+      }
+      case 'Shutdown':
+      case 'ShutdownWithSave':
+        this.#shutdown = true;
+        return;
+      default:
+        // DeclareDead / NewNcclSession / heartbeats: the session owns them.
+        return;
+    }
+  }
+
+  #picks(epoch: number, offset: number, size: number): number[] {
+    const total = this.totalSamples;
+    if (
+      !Number.isInteger(offset) ||
+      !Number.isInteger(size) ||
+      offset < 0 ||
+      size < 0 ||
+      offset + size > total
+    ) {
+      throw new FlodlError('ERR_INVALID_ARGUMENT', 'the plan runs past the end of the dataset', {
+        op: `${OP}.beginEpoch`,
+        expected: `0 <= offset, offset + size <= ${total}`,
+        got: `offset ${offset}, size ${size}`,
+      });
+    }
+    return Array.from(epochPermutation(total, this.seed, epoch).subarray(offset, offset + size));
+  }
+
+  #closeIterator(): void {
+    const iterator = this.#iterator;
+    this.#iterator = undefined;
+    iterator?.return?.();
+  }
+
+  #paramNorm(): number {
+    return tidy(() => {
+      let sum = 0;
+      for (const parameter of this.model.parameters()) {
+        sum += parameter.detach().to('float64').pow(2).sum().item() as number;
+      }
+      return Math.sqrt(sum);
+    });
+  }
+
+  #requireSession(method: string): DistributedSession {
+    if (!this.session) {
+      throw new FlodlError('ERR_INVALID_ARGUMENT', `${method} needs a coordinator (a cluster rank)`, {
+        op: `${OP}.${method}`,
+      });
+    }
+    return this.session;
+  }
+
+  #checkLive(method: string): void {
+    if (this.#disposed) {
+      throw new FlodlError('ERR_DISPOSED', 'the rank runtime was disposed', { op: `${OP}.${method}` });
+    }
+  }
+}
+
+function checkLoss(output: unknown): Tensor {
+  const tensor = output as Tensor | undefined;
+  if (
+    typeof tensor !== 'object' ||
+    tensor === null ||
+    typeof tensor.backward !== 'function' ||
+    typeof tensor.item !== 'function'
+  ) {
+    throw new FlodlError('ERR_INVALID_ARGUMENT', 'trainStep must return the loss tensor', {
+      op: 'trainStep',
+      expected: 'a scalar Tensor that requires grad (forward + loss only)',
+      got: tensor === null ? 'null' : typeof tensor,
+    });
+  }
+  if (tensor.numel !== 1) {
+    throw new FlodlError('ERR_SHAPE', 'trainStep must return a scalar loss', {
+      op: 'trainStep',
+      expected: 'a tensor of one element',
+      got: `shape [${tensor.shape.join(', ')}]`,
+    });
+  }
+  return tensor;
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,259 @@
+// Trainer.builder(...): the fluent builder of a managed run, one method per option.
+
+import type { EpochMetrics, LaunchMode, MaxFailureThreshold } from '@flodl/distributed';
+import type { LRScheduler, Optimizer } from '@flodl/nn';
+import { checkOptions, type Device, FlodlError } from '@flodl/tensor-native';
+import type { EpochContext, RankRuntime } from '../runtime/rank-runtime.js';
+import type { AnyModule, ModelFactory, TrainingDataset, TrainStep } from '../runtime/types.js';
+import { runExternalRank } from './external-rank.js';
+import { TrainerHandle } from './handle.js';
+import { runLauncher } from './launcher.js';
+import {
+  type ElCheKnobs,
+  type EpochCallbackPolicyOption,
+  resolveTrainerOptions,
+  TRAINER_OPTION_KEYS,
+  type TrainerOptions,
+} from './options.js';
+import { runClusterRank } from './rank-entry.js';
+import { detectRole } from './role.js';
+import { runSingleDevice } from './single-device.js';
+import type { OptimizerFactory, RunSpec } from './spec.js';
+
+/**
+ * Builds a managed training run. `dataset`, `batchSize` and `numEpochs` are required; every
+ * other option has floDl's default. `run()` trains on one device in this process, or, with
+ * several devices, makes this process the launcher of one rank process per device (each runs
+ * this same script, where the same `run()` call becomes that rank).
+ */
+export class TrainerBuilder<M extends AnyModule = AnyModule> {
+  readonly #options: TrainerOptions<M> = {};
+  #used = false;
+
+  /** @internal */
+  constructor(
+    private readonly modelFactory: ModelFactory<M>,
+    private readonly optimizerFactory: OptimizerFactory,
+    private readonly trainStepFn: TrainStep<M>,
+  ) {
+    for (const [name, value] of [
+      ['modelFactory', modelFactory],
+      ['optimizerFactory', optimizerFactory],
+      ['trainStep', trainStepFn],
+    ] as const) {
+      if (typeof value !== 'function') {
+        throw new FlodlError('ERR_INVALID_ARGUMENT', `Trainer.builder needs ${name} as a function`, {
+          op: 'Trainer.builder',
+          expected: 'Trainer.builder((device) => model, (params) => optimizer, (model, batch) => loss)',
+          got: `${name}: ${value === null ? 'null' : typeof value}`,
+        });
+      }
+    }
+  }
+
+  /** The training data (a pure function of the index in every process). Required. */
+  dataset(dataset: TrainingDataset): this {
+    return this.#set('dataset', dataset);
+  }
+  /** Samples per batch, per rank. Required. */
+  batchSize(batchSize: number): this {
+    return this.#set('batchSize', batchSize);
+  }
+  /** Epochs to train. Required. */
+  numEpochs(numEpochs: number): this {
+    return this.#set('numEpochs', numEpochs);
+  }
+  /** One rank per device. Default: every visible CUDA device, else one CPU; `['cpu', 'cpu', 'cpu']` gives CPU ranks. */
+  devices(devices: Device[]): this {
+    return this.#set('devices', devices);
+  }
+  /** Averaging mode. Default `NcclCadence` on 2+ CUDA devices, `CpuCadence` otherwise. */
+  mode(mode: LaunchMode): this {
+    return this.#set('mode', mode);
+  }
+  /** ElChe's knobs: `anchor`, `minAnchor`, `maxAnchor`, `overheadTarget`, `maxBatchDiff`, `maxOvershoot`, `gamma`, `relaxUp`, `partitionRatios`, … */
+  elche(knobs: ElCheKnobs): this {
+    return this.#set('elche', knobs);
+  }
+  /** Seed of the model init and of every epoch's shuffle. Default 42. */
+  seed(seed: number): this {
+    return this.#set('seed', seed);
+  }
+  /** Clip the global gradient norm before each step. Default none. */
+  maxGradNorm(maxNorm: number): this {
+    return this.#set('maxGradNorm', maxNorm);
+  }
+  /** The LR schedule, built per rank for the run's world size; the step is `globalStep + stepsSinceAvg`. */
+  scheduler(factory: (optimizer: Optimizer, worldSize: number) => LRScheduler): this {
+    return this.#set('scheduler', factory);
+  }
+  /** Goyal LR scaling: the LR is multiplied by `1 + (worldSize − 1)·ratio`. Default 0 (none). */
+  lrScaleRatio(ratio: number): this {
+    return this.#set('lrScaleRatio', ratio);
+  }
+  /** Call `checkpointFn` every `epochs` epochs (on the elected rank). */
+  checkpointEvery(epochs: number): this {
+    return this.#set('checkpointEvery', epochs);
+  }
+  /** Saves a checkpoint: `(version, model)`; version is the epoch count (1-based). */
+  checkpointFn(fn: (version: number, model: M) => void | Promise<void>): this {
+    return this.#set('checkpointFn', fn);
+  }
+  /** Stem of the run's files (a save when the coordinator ends the run with ShutdownWithSave). */
+  savePath(stem: string): this {
+    return this.#set('savePath', stem);
+  }
+  /** Runs before each epoch (0-based) on the elected rank; `context.setLr` changes the LR. */
+  epochFn(fn: (epoch: number, context: EpochContext<M>) => void | Promise<void>): this {
+    return this.#set('epochFn', fn);
+  }
+  /** Called with every epoch's aggregated metrics in the launching process. */
+  metricsFn(fn: (metrics: EpochMetrics) => void): this {
+    return this.#set('metricsFn', fn);
+  }
+  /** The data `evalFn` receives. */
+  evalDataset(dataset: TrainingDataset): this {
+    return this.#set('evalDataset', dataset);
+  }
+  /** Evaluates the model (eval mode, no grad) on the elected rank; returns the metric. */
+  evalFn(fn: (model: M, dataset: TrainingDataset | undefined) => number | Promise<number>): this {
+    return this.#set('evalFn', fn);
+  }
+  /** Called with each eval result `(epoch, metric)` in the launching process. */
+  evalResultFn(fn: (epoch: number, metric: number) => void): this {
+    return this.#set('evalResultFn', fn);
+  }
+  /** Evaluate every `epochs` epochs (0 = never). Default 1 when an `evalFn` is set. */
+  evalEvery(epochs: number): this {
+    return this.#set('evalEvery', epochs);
+  }
+  /** Which rank runs eval, checkpoint and epochFn: `'fastest'` (sticky, re-elected on death) or `{ rank }`. */
+  epochCallbackPolicy(policy: EpochCallbackPolicyOption): this {
+    return this.#set('epochCallbackPolicy', policy);
+  }
+  /** Dead ranks at which the run saves and stops (`n`, `{ absolute }` or `{ percent }`); makes the run elastic. */
+  maxFailure(threshold: number | MaxFailureThreshold): this {
+    return this.#set('maxFailure', threshold);
+  }
+  /** A rank's death does not stop the others (survivors take its work). Default false. */
+  elastic(elastic = true): this {
+    return this.#set('elastic', elastic);
+  }
+  /** Rank silence that declares it dead, ms. Default 30 000. */
+  heartbeatTimeoutMs(ms: number): this {
+    return this.#set('heartbeatTimeoutMs', ms);
+  }
+  /** Batches prepared ahead of the step. Default 2. */
+  prefetch(batches: number): this {
+    return this.#set('prefetch', batches);
+  }
+  /** Keep the dataset on the device (`'auto'` when it fits). Default `'auto'`. */
+  resident(resident: boolean | 'auto'): this {
+    return this.#set('resident', resident);
+  }
+  /** Bound on each wait of a rank (formation, a round, the shutdown), ms. Default 60 000. */
+  timeoutMs(ms: number): this {
+    return this.#set('timeoutMs', ms);
+  }
+
+  /**
+   * Sets several options at once (the same names as the methods).
+   *
+   * @throws FlodlError ERR_INVALID_ARGUMENT for an unknown option name
+   */
+  options(options: TrainerOptions<M>): this {
+    checkOptions('Trainer.options', options, TRAINER_OPTION_KEYS);
+    for (const [key, value] of Object.entries(options))
+      this.#set(key as keyof TrainerOptions<M>, value as never);
+    return this;
+  }
+
+  /**
+   * Starts the run and returns its handle at once.
+   *
+   * @throws FlodlError ERR_INVALID_ARGUMENT for missing, bad or contradictory options (before anything starts)
+   */
+  run(): TrainerHandle {
+    const spec = this.#spec();
+    const options = spec.options;
+    const role = detectRole(options.devices);
+    const abort = new AbortController();
+    let runtime: RankRuntime<M> | undefined;
+    let stopped = false;
+    const stop = (): void => {
+      stopped = true;
+      runtime?.requestStop();
+      if (role.kind === 'launcher') abort.abort();
+    };
+    if (role.kind === 'rank') {
+      return new TrainerHandle(
+        role.worldSize,
+        [role.device],
+        async (handle) => {
+          if (role.launchedBy === 'external') return runExternalRank(spec, role, handle);
+          try {
+            await runClusterRank(spec, role);
+          } catch (error) {
+            process.stderr.write(
+              `${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+            );
+            process.exit(1);
+          }
+          // A rank started by a launcher is done: the launcher reads its state.
+          process.exit(0);
+        },
+        stop,
+      );
+    }
+    if (role.kind === 'launcher') {
+      return new TrainerHandle(
+        options.devices.length,
+        options.devices,
+        (handle) => runLauncher(spec, handle, abort.signal),
+        stop,
+      );
+    }
+    return new TrainerHandle(
+      1,
+      options.devices,
+      (handle) =>
+        runSingleDevice(
+          spec,
+          handle,
+          () => stopped,
+          (created) => {
+            runtime = created;
+          },
+        ),
+      stop,
+    );
+  }
+
+  /** @internal The checked run description (`run` and `intoWorker`). */
+  resolveSpec(): RunSpec<M> {
+    return this.#spec();
+  }
+
+  #spec(): RunSpec<M> {
+    if (this.#used) {
+      throw new FlodlError('ERR_INVALID_ARGUMENT', 'this builder already started a run', {
+        op: 'Trainer.run',
+        expected: 'a new Trainer.builder(...) per run',
+        got: 'run() called twice',
+      });
+    }
+    const options = resolveTrainerOptions(this.#options);
+    this.#used = true;
+    return {
+      modelFactory: this.modelFactory,
+      optimizerFactory: this.optimizerFactory,
+      trainStep: this.trainStepFn,
+      options,
+    };
+  }
+
+  #set<K extends keyof TrainerOptions<M>>(key: K, value: TrainerOptions<M>[K]): this {
+    this.#options[key] = value;
+    return this;
+  }
+}

@@ -1,0 +1,265 @@
+// The Trainer's options: what the builder records, its defaults (floDl's), and the checks run
+// before anything starts.
+
+import type { ElCheConfigOptions, EpochMetrics, LaunchMode, MaxFailureThreshold } from '@flodl/distributed';
+import { LAUNCH_MODES } from '@flodl/distributed';
+import type { LRScheduler, Optimizer } from '@flodl/nn';
+import { cuda, type Device, FlodlError, invalidArgument } from '@flodl/tensor-native';
+import type { EpochContext } from '../runtime/rank-runtime.js';
+import type { AnyModule, TrainingDataset } from '../runtime/types.js';
+
+/** Who runs eval, checkpoint and the epoch callback: the fastest rank (sticky), or a fixed one. */
+export type EpochCallbackPolicyOption = 'fastest' | { rank: number };
+
+/** ElChe's knobs (the mode is `mode`). */
+export type ElCheKnobs = Omit<ElCheConfigOptions, 'mode'>;
+
+/** Every option of the managed Trainer; see the builder's methods for each. */
+export interface TrainerOptions<M extends AnyModule = AnyModule> {
+  dataset?: TrainingDataset;
+  batchSize?: number;
+  numEpochs?: number;
+  devices?: Device[];
+  mode?: LaunchMode;
+  elche?: ElCheKnobs;
+  seed?: number;
+  maxGradNorm?: number;
+  scheduler?: (optimizer: Optimizer, worldSize: number) => LRScheduler;
+  lrScaleRatio?: number;
+  checkpointEvery?: number;
+  checkpointFn?: (version: number, model: M) => void | Promise<void>;
+  savePath?: string;
+  epochFn?: (epoch: number, context: EpochContext<M>) => void | Promise<void>;
+  metricsFn?: (metrics: EpochMetrics) => void;
+  evalDataset?: TrainingDataset;
+  evalFn?: (model: M, dataset: TrainingDataset | undefined) => number | Promise<number>;
+  evalResultFn?: (epoch: number, metric: number) => void;
+  evalEvery?: number;
+  epochCallbackPolicy?: EpochCallbackPolicyOption;
+  maxFailure?: number | MaxFailureThreshold;
+  elastic?: boolean;
+  heartbeatTimeoutMs?: number;
+  prefetch?: number;
+  resident?: boolean | 'auto';
+  /** Bound on each wait of a rank's session (formation, a round, the shutdown), ms. Default 60 000. */
+  timeoutMs?: number;
+}
+
+/** The option names, for `options({...})` and error messages. */
+export const TRAINER_OPTION_KEYS = [
+  'dataset',
+  'batchSize',
+  'numEpochs',
+  'devices',
+  'mode',
+  'elche',
+  'seed',
+  'maxGradNorm',
+  'scheduler',
+  'lrScaleRatio',
+  'checkpointEvery',
+  'checkpointFn',
+  'savePath',
+  'epochFn',
+  'metricsFn',
+  'evalDataset',
+  'evalFn',
+  'evalResultFn',
+  'evalEvery',
+  'epochCallbackPolicy',
+  'maxFailure',
+  'elastic',
+  'heartbeatTimeoutMs',
+  'prefetch',
+  'resident',
+  'timeoutMs',
+] as const satisfies readonly (keyof TrainerOptions)[];
+
+/** {@link TrainerOptions} with the defaults applied and every check passed. */
+export interface ResolvedTrainerOptions<M extends AnyModule = AnyModule>
+  extends Omit<
+    TrainerOptions<M>,
+    'dataset' | 'batchSize' | 'numEpochs' | 'devices' | 'mode' | 'seed' | 'maxFailure'
+  > {
+  dataset: TrainingDataset;
+  batchSize: number;
+  numEpochs: number;
+  devices: Device[];
+  mode: LaunchMode;
+  seed: number;
+  /** Eval cadence in epochs (0 = never); 1 when an `evalFn` is set and `evalEvery` is not. */
+  evalEvery: number;
+  maxFailure?: MaxFailureThreshold;
+}
+
+const OP = 'Trainer';
+
+/** Every visible CUDA device, else one CPU (floDl's default). */
+export function defaultDevices(): Device[] {
+  const count = cuda.isAvailable() ? cuda.deviceCount() : 0;
+  return count > 0 ? Array.from({ length: count }, (_, index) => `cuda:${index}` as Device) : ['cpu'];
+}
+
+/**
+ * Applies the defaults and checks the options.
+ *
+ * @throws FlodlError ERR_INVALID_ARGUMENT naming every missing required option, or the first
+ *   bad or contradictory one
+ */
+export function resolveTrainerOptions<M extends AnyModule>(
+  options: TrainerOptions<M>,
+): ResolvedTrainerOptions<M> {
+  const missing = (['dataset', 'batchSize', 'numEpochs'] as const).filter(
+    (key) => options[key] === undefined,
+  );
+  if (missing.length > 0) {
+    throw new FlodlError('ERR_INVALID_ARGUMENT', `the Trainer needs ${missing.join(', ')}`, {
+      op: `${OP}.run`,
+      expected: missing.map((key) => `.${key}(...)`).join(' '),
+      got: `no ${missing.join(', no ')}`,
+    });
+  }
+  const dataset = options.dataset as TrainingDataset;
+  if (
+    typeof dataset !== 'object' ||
+    dataset === null ||
+    !Number.isSafeInteger(dataset.length) ||
+    (typeof (dataset as { get?: unknown }).get !== 'function' &&
+      typeof (dataset as { getBatch?: unknown }).getBatch !== 'function')
+  ) {
+    throw invalidArgument(
+      `${OP}.dataset`,
+      'dataset',
+      'a Dataset (length, get) or BatchDataset (length, getBatch)',
+      dataset,
+    );
+  }
+  const batchSize = positiveInteger('batchSize', options.batchSize);
+  const numEpochs = positiveInteger('numEpochs', options.numEpochs);
+  if (batchSize > dataset.length) {
+    throw new FlodlError('ERR_INVALID_ARGUMENT', 'the dataset holds less than one batch', {
+      op: `${OP}.batchSize`,
+      expected: `batchSize <= ${dataset.length} (the dataset's length)`,
+      got: `batchSize ${batchSize}`,
+    });
+  }
+  const devices = options.devices ?? defaultDevices();
+  if (!Array.isArray(devices) || devices.length === 0) {
+    throw invalidArgument(
+      `${OP}.devices`,
+      'devices',
+      "a non-empty list like ['cuda:0', 'cuda:1'] or ['cpu', 'cpu']",
+      devices,
+    );
+  }
+  for (const device of devices) {
+    if (typeof device !== 'string' || !/^(cpu|cuda(:\d+)?)$/.test(device)) {
+      throw invalidArgument(`${OP}.devices`, 'devices[i]', "'cpu', 'cuda' or 'cuda:N'", device);
+    }
+  }
+  const cudaDevices = devices.filter((device) => device.startsWith('cuda')).length;
+  const mode = options.mode ?? (cudaDevices >= 2 ? 'NcclCadence' : 'CpuCadence');
+  if (!LAUNCH_MODES.includes(mode))
+    throw invalidArgument(`${OP}.mode`, 'mode', LAUNCH_MODES.join(' | '), mode);
+  if (mode.startsWith('Nccl') && cudaDevices > 0 && cudaDevices < devices.length) {
+    throw new FlodlError('ERR_INVALID_ARGUMENT', `${mode} needs every rank on the same kind of device`, {
+      op: `${OP}.mode`,
+      expected: 'all CUDA devices, or all CPUs (Gloo), or a Cpu* mode for mixed devices',
+      got: devices.join(', '),
+    });
+  }
+  const seed = options.seed ?? 42;
+  if (!Number.isSafeInteger(seed) || seed < 0)
+    throw invalidArgument(`${OP}.seed`, 'seed', 'a non-negative integer', seed);
+  for (const key of ['maxGradNorm', 'lrScaleRatio'] as const) {
+    const value = options[key];
+    if (value !== undefined && (typeof value !== 'number' || !Number.isFinite(value) || value < 0)) {
+      throw invalidArgument(`${OP}.${key}`, key, 'a finite number >= 0', value);
+    }
+  }
+  for (const key of [
+    'scheduler',
+    'checkpointFn',
+    'epochFn',
+    'metricsFn',
+    'evalFn',
+    'evalResultFn',
+  ] as const) {
+    const value = options[key];
+    if (value !== undefined && typeof value !== 'function')
+      throw invalidArgument(`${OP}.${key}`, key, 'a function', value);
+  }
+  if (options.checkpointEvery !== undefined) {
+    positiveInteger('checkpointEvery', options.checkpointEvery);
+    if (!options.checkpointFn) {
+      throw new FlodlError('ERR_INVALID_ARGUMENT', 'checkpointEvery needs a checkpointFn', {
+        op: `${OP}.checkpointEvery`,
+        expected: '.checkpointFn((version, model) => save(model, ...)) beside .checkpointEvery(n)',
+        got: 'no checkpointFn',
+      });
+    }
+  }
+  if (options.evalEvery !== undefined) {
+    if (!Number.isSafeInteger(options.evalEvery) || options.evalEvery < 0) {
+      throw invalidArgument(`${OP}.evalEvery`, 'evalEvery', 'an integer >= 0 (0 = never)', options.evalEvery);
+    }
+    if (options.evalEvery > 0 && !options.evalFn) {
+      throw new FlodlError('ERR_INVALID_ARGUMENT', 'evalEvery needs an evalFn', {
+        op: `${OP}.evalEvery`,
+        expected: '.evalFn((model, dataset) => metric) beside .evalEvery(n)',
+        got: 'no evalFn',
+      });
+    }
+  }
+  if ((options.evalResultFn || options.evalDataset) && !options.evalFn) {
+    throw new FlodlError('ERR_INVALID_ARGUMENT', 'evalDataset / evalResultFn need an evalFn', {
+      op: `${OP}.evalFn`,
+      expected: '.evalFn((model, dataset) => metric)',
+      got: 'no evalFn',
+    });
+  }
+  const policy = options.epochCallbackPolicy;
+  if (policy !== undefined && policy !== 'fastest') {
+    const rank = (policy as { rank?: unknown }).rank;
+    if (!Number.isSafeInteger(rank) || (rank as number) < 0 || (rank as number) >= devices.length) {
+      throw invalidArgument(
+        `${OP}.epochCallbackPolicy`,
+        'epochCallbackPolicy',
+        `'fastest' or { rank } with 0 <= rank < ${devices.length}`,
+        policy,
+      );
+    }
+  }
+  const maxFailure =
+    typeof options.maxFailure === 'number'
+      ? { absolute: positiveInteger('maxFailure', options.maxFailure) }
+      : options.maxFailure;
+  if (options.heartbeatTimeoutMs !== undefined)
+    positiveInteger('heartbeatTimeoutMs', options.heartbeatTimeoutMs);
+  if (options.timeoutMs !== undefined) positiveInteger('timeoutMs', options.timeoutMs);
+  if (options.prefetch !== undefined && (!Number.isSafeInteger(options.prefetch) || options.prefetch < 0)) {
+    throw invalidArgument(`${OP}.prefetch`, 'prefetch', 'an integer >= 0', options.prefetch);
+  }
+  if (options.savePath !== undefined && (typeof options.savePath !== 'string' || options.savePath === '')) {
+    throw invalidArgument(`${OP}.savePath`, 'savePath', 'a file path stem', options.savePath);
+  }
+  const { maxFailure: _given, ...rest } = options;
+  return {
+    ...rest,
+    dataset,
+    batchSize,
+    numEpochs,
+    devices: [...devices],
+    mode,
+    seed,
+    evalEvery: options.evalEvery ?? (options.evalFn ? 1 : 0),
+    ...(maxFailure ? { maxFailure } : {}),
+  };
+}
+
+function positiveInteger(name: string, value: unknown): number {
+  if (!Number.isSafeInteger(value) || (value as number) < 1) {
+    throw invalidArgument(`${OP}.${name}`, name, 'a positive integer', value);
+  }
+  return value as number;
+}

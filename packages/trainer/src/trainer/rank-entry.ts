@@ -1,0 +1,145 @@
+// A cluster rank: the same `run()` call, in a rank process, becomes the rank runtime. It joins
+// the coordinator (announcing the run settings and its model's signature), trains the plans it
+// is handed until the coordinator's Shutdown, and writes its final state for the launcher.
+
+import { appendFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  type CoordinatorMessage,
+  DistributedSession,
+  encodeRunSettings,
+  installDeathRecord,
+  RECORD_DIR_ENV,
+  type RunSettings,
+  writeDeathRecord,
+} from '@flodl/distributed';
+import { writeSafetensors } from '@flodl/nn';
+import { modelSignature } from '../runtime/model-signature.js';
+import { RankRuntime } from '../runtime/rank-runtime.js';
+import type { AnyModule, TrainedState } from '../runtime/types.js';
+import { buildRank, callbacksOf } from './build-rank.js';
+import type { TrainedRun } from './handle.js';
+import type { RankRole } from './role.js';
+import type { RunSpec } from './spec.js';
+
+/**
+ * Diagnostics: with this set to a folder, each rank appends one line per averaging round to
+ * `rounds-rank<N>.jsonl` there (the round, its steps, a digest of the parameters after it), so
+ * a run can be checked for replicas that agree after every round.
+ */
+export const TRACE_DIR_ENV = 'FLODL_TRACE_DIR';
+
+/** The file a rank writes its final state to, in the run's record folder. */
+export function trainedStatePath(directory: string, rank: number): string {
+  return join(directory, `trained-rank${rank}.safetensors`);
+}
+
+/** @internal The settings this rank announces (what the coordinator plans with). */
+export function runSettingsFor<M extends AnyModule>(spec: RunSpec<M>, model: M): RunSettings {
+  const options = spec.options;
+  const policy = options.epochCallbackPolicy;
+  const optional = {
+    elche: options.elche,
+    lrScaleRatio: options.lrScaleRatio,
+    epochCallbackPolicy:
+      policy === undefined ? undefined : policy === 'fastest' ? 'Fastest' : { rank: policy.rank },
+    checkpointEvery: options.checkpointFn ? options.checkpointEvery : undefined,
+    evalEveryEpochs: options.evalFn && options.evalEvery > 0 ? options.evalEvery : undefined,
+    epochCallback: options.epochFn ? true : undefined,
+    heartbeatTimeoutMs: options.heartbeatTimeoutMs,
+    maxFailure: options.maxFailure,
+  };
+  return {
+    mode: options.mode,
+    totalSamples: options.dataset.length,
+    batchSize: options.batchSize,
+    numEpochs: options.numEpochs,
+    seed: options.seed,
+    ...(Object.fromEntries(
+      Object.entries(optional).filter(([, value]) => value !== undefined),
+    ) as Partial<RunSettings>),
+    model: modelSignature(model),
+  };
+}
+
+/**
+ * @internal Runs this process's rank to the end. A failure writes the rank's death record
+ * and is rethrown (flodl-launched ranks then exit non-zero, unblocking their peers).
+ */
+export async function runClusterRank<M extends AnyModule>(
+  spec: RunSpec<M>,
+  role: RankRole,
+  hostsCoordinator = false,
+): Promise<TrainedRun> {
+  installDeathRecord();
+  let runtime: RankRuntime<M> | undefined;
+  try {
+    const options = spec.options;
+    const { model, optimizer } = buildRank(spec, role.device);
+    const early: CoordinatorMessage[] = [];
+    const trace = process.env[TRACE_DIR_ENV];
+    const session = await DistributedSession.join(model, {
+      ...(trace
+        ? {
+            onAveraged: (event) =>
+              appendFileSync(
+                join(trace, `rounds-rank${role.rank}.jsonl`),
+                `${JSON.stringify({ version: event.version, steps: event.steps, digest: modelSignature(model).values })}\n`,
+              ),
+          }
+        : {}),
+      mode: options.mode,
+      capabilities: encodeRunSettings(runSettingsFor(spec, model)),
+      timeoutMs: options.timeoutMs ?? 60_000,
+      onControl: (message) => (runtime ? runtime.receive(message) : early.push(message)),
+    });
+    const scheduler = options.scheduler?.(optimizer, role.worldSize);
+    runtime = new RankRuntime<M>({
+      model,
+      optimizer,
+      dataset: options.dataset,
+      batchSize: options.batchSize,
+      seed: options.seed,
+      device: role.device,
+      rank: role.rank,
+      worldSize: role.worldSize,
+      session,
+      lrScale: 1 + (role.worldSize - 1) * (options.lrScaleRatio ?? 0),
+      ...(options.maxGradNorm === undefined ? {} : { maxGradNorm: options.maxGradNorm }),
+      ...(scheduler ? { scheduler } : {}),
+      ...(options.prefetch === undefined ? {} : { prefetch: options.prefetch }),
+      ...(options.resident === undefined ? {} : { resident: options.resident }),
+      callbacks: callbacksOf(spec),
+      yieldEachStep: hostsCoordinator,
+    });
+    for (const message of early) runtime.receive(message);
+    for (;;) {
+      const plan = await runtime.waitForEpochPlan();
+      if (!plan) break;
+      await runtime.fireEpochCallback(plan.epoch);
+      if (await runtime.runEpochPlan(plan, spec.trainStep)) break;
+    }
+    const state = runtime.finalState();
+    const directory = process.env[RECORD_DIR_ENV];
+    if (directory) writeTrainedState(trainedStatePath(directory, role.rank), state);
+    await session.finish();
+    return { ...state, lost: [] };
+  } catch (error) {
+    writeDeathRecord(error);
+    throw error;
+  } finally {
+    runtime?.dispose();
+  }
+}
+
+/** Writes `state` as safetensors (`p:i` parameters, `b:j` buffers). */
+export function writeTrainedState(path: string, state: TrainedState): void {
+  const tensors: Record<string, (typeof state.params)[number]> = {};
+  state.params.forEach((tensor, index) => {
+    tensors[`p:${index}`] = tensor;
+  });
+  state.buffers.forEach((tensor, index) => {
+    tensors[`b:${index}`] = tensor;
+  });
+  writeSafetensors(path, tensors, { format: 'flodl-trained-state' });
+}

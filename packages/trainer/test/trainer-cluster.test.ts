@@ -1,0 +1,184 @@
+// The managed Trainer with three CPU ranks: the launcher, the coordinator and the rank
+// processes are real, and talk over loopback sockets.
+import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { EpochMetrics, LaunchMode } from '@flodl/distributed';
+import { describe, expect, it } from 'vitest';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const script = join(here, 'fixtures', 'trainer-script.ts');
+
+interface ScriptResult {
+  metrics: EpochMetrics[];
+  evals: [number, number][];
+  worldSize: number;
+  params: string[];
+  lost: { rank: number; message: string }[];
+}
+
+function runScript(config: Record<string, unknown>, extraEnv: Record<string, string> = {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'flodl-trainer-test-'));
+  const out = join(dir, 'result.json');
+  const trace = join(dir, 'trace');
+  spawnSync('mkdir', ['-p', trace]);
+  try {
+    const child = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', script, JSON.stringify({ ...config, out })],
+      {
+        encoding: 'utf8',
+        timeout: 90_000,
+        env: { ...process.env, FLODL_TRACE_DIR: trace, ...extraEnv },
+      },
+    );
+    const rounds = new Map<number, { version: number; digest: string }[]>();
+    for (const file of readdirSync(trace)) {
+      const rank = Number(/rank(\d+)/.exec(file)?.[1]);
+      rounds.set(
+        rank,
+        readFileSync(join(trace, file), 'utf8')
+          .trim()
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => JSON.parse(line)),
+      );
+    }
+    let result: ScriptResult | undefined;
+    try {
+      result = JSON.parse(readFileSync(out, 'utf8'));
+    } catch {
+      result = undefined;
+    }
+    return { status: child.status, stderr: child.stderr, stdout: child.stdout, result, rounds };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const MODES: LaunchMode[] = ['CpuSync', 'CpuCadence', 'CpuAsync', 'NcclSync', 'NcclCadence'];
+
+describe.concurrent('Trainer on three CPU ranks', () => {
+  for (const mode of MODES) {
+    it(`${mode}: loss falls, replicas agree after every round, join returns the consensus, eval once per epoch`, () => {
+      const { status, stderr, result, rounds } = runScript({
+        mode,
+        totalSamples: 480,
+        batchSize: 8,
+        numEpochs: 3,
+      });
+      expect(status, stderr).toBe(0);
+      const run = result as ScriptResult;
+      expect(run.worldSize).toBe(3);
+      expect(run.metrics.map((metrics) => metrics.epoch)).toEqual([0, 1, 2]);
+      expect(run.metrics[2]!.avgLoss).toBeLessThan(run.metrics[0]!.avgLoss);
+      for (const metrics of run.metrics) {
+        expect(metrics.perRankSamples.reduce((sum, samples) => sum + samples, 0)).toBeGreaterThan(0);
+      }
+      // one eval per epoch (the final canonical eval may follow), on one rank, reaching the handle
+      const evalEpochs = run.evals.map(([epoch]) => epoch);
+      expect(new Set(evalEpochs.slice(0, 3))).toEqual(new Set([1, 2, 3]));
+      expect(rounds.size).toBe(3);
+      const byVersion = new Map<number, Set<string>>();
+      for (const list of rounds.values()) {
+        for (const round of list)
+          byVersion.set(round.version, (byVersion.get(round.version) ?? new Set()).add(round.digest));
+      }
+      expect(byVersion.size).toBeGreaterThan(0);
+      if (mode !== 'CpuAsync') {
+        for (const digests of byVersion.values()) expect(digests.size).toBe(1);
+      }
+      expect(run.params.length).toBe(4);
+      if (mode !== 'CpuAsync') {
+        // The consensus join returns is what every rank held after the final round.
+        const digest = createHash('sha256');
+        for (const hex of run.params) digest.update(Buffer.from(hex, 'hex'));
+        const last = [...rounds.values()].map((list) => list.at(-1)?.digest);
+        expect(new Set(last)).toEqual(new Set([digest.digest('hex').slice(0, 32)]));
+      }
+      expect(run.lost).toEqual([]);
+    });
+  }
+});
+
+const flodlBin = join(here, '..', '..', 'distributed', 'bin', 'flodl.mjs');
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+describe('the same Trainer script under other launchers', () => {
+  it('flodl launch --nproc 3 forms the coordinator from the ranks and trains', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'flodl-trainer-cli-'));
+    try {
+      const config = {
+        mode: 'CpuCadence',
+        totalSamples: 240,
+        batchSize: 8,
+        numEpochs: 2,
+        out: join(dir, 'unused.json'),
+      };
+      const child = spawnSync(
+        process.execPath,
+        [flodlBin, 'launch', '--nproc', '3', '--mode', 'CpuCadence', script, JSON.stringify(config)],
+        { encoding: 'utf8', timeout: 90_000, env: { ...process.env, FLODL_TRACE_DIR: dir } },
+      );
+      expect(child.status, child.stderr).toBe(0);
+      const traces = readdirSync(dir).filter((file) => file.startsWith('rounds-rank'));
+      expect(traces.sort()).toEqual(['rounds-rank0.jsonl', 'rounds-rank1.jsonl', 'rounds-rank2.jsonl']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('torchrun-style variables (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT): rank 0 hosts the coordinator', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'flodl-trainer-torchrun-'));
+    try {
+      const port = await freePort();
+      const out = join(dir, 'result.json');
+      const config = { mode: 'NcclSync', totalSamples: 240, batchSize: 8, numEpochs: 2, out };
+      const codes = await Promise.all(
+        [0, 1, 2].map(
+          (rank) =>
+            new Promise<number | null>((resolve) => {
+              const child = spawn(process.execPath, ['--import', 'tsx', script, JSON.stringify(config)], {
+                stdio: 'ignore',
+                env: {
+                  ...process.env,
+                  RANK: String(rank),
+                  LOCAL_RANK: String(rank),
+                  WORLD_SIZE: '3',
+                  MASTER_ADDR: '127.0.0.1',
+                  MASTER_PORT: String(port),
+                },
+              });
+              const timer = setTimeout(() => child.kill('SIGKILL'), 90_000);
+              child.on('exit', (code) => {
+                clearTimeout(timer);
+                resolve(code);
+              });
+            }),
+        ),
+      );
+      expect(codes).toEqual([0, 0, 0]);
+      const results = [0, 1, 2].map(
+        (rank) => JSON.parse(readFileSync(`${out}.${rank}`, 'utf8')) as ScriptResult,
+      );
+      expect(results.map((result) => result.worldSize)).toEqual([3, 3, 3]);
+      // NcclSync (Gloo here) keeps the replicas identical: every process ends with the same model.
+      expect(new Set(results.map((result) => result.params.join()))).toHaveProperty('size', 1);
+      expect(results[0]!.metrics.map((metrics) => metrics.epoch)).toEqual([0, 1]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

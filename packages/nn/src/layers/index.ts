@@ -1,5 +1,6 @@
 export * from './activation.js';
 export * from './attention.js';
+export type { FactoryOptions } from './common.js';
 export * from './conv.js';
 export * from './dropout.js';
 export * from './embedding.js';
@@ -12,4 +13,3 @@ export type { TransformerActivation, TransformerLayerOptions } from './transform
 export * from './transformer-decoder.js';
 export * from './transformer-encoder.js';
 export * from './vision.js';
-export type { FactoryOptions } from './common.js';

@@ -239,7 +239,7 @@ export function createProgress(setting: ProgressSetting = true): Progress {
   const options = checkOptions('createProgress', setting === true ? {} : setting, OPTIONS);
   const { intervalMs = 5000, fps = 10, smoothing = 0.9, clock = () => performance.now() } = options;
   if (typeof intervalMs !== 'number' || !(intervalMs >= 0))
-    throw invalidArgument('createProgress', 'intervalMs', 'a number of ms ≥ 0', intervalMs);
+    throw invalidArgument('createProgress', 'intervalMs', 'a number of ms >= 0', intervalMs);
   if (typeof fps !== 'number' || !(fps > 0))
     throw invalidArgument('createProgress', 'fps', 'a number > 0', fps);
   if (typeof smoothing !== 'number' || !(smoothing >= 0 && smoothing < 1))

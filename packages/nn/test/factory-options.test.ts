@@ -40,6 +40,20 @@ const LAYERS: [string, () => Module<any, any>][] = [
   ['GRUCell', () => new nn.GRUCell(3, 4, factory)],
   ['MultiheadAttention', () => new nn.MultiheadAttention(4, 2, factory)],
   ['PReLU', () => new nn.PReLU(3, 0.25, factory)],
+  ['TransformerEncoderLayer', () => new nn.TransformerEncoderLayer(8, 2, { dimFeedforward: 16, ...factory })],
+  ['TransformerDecoderLayer', () => new nn.TransformerDecoderLayer(8, 2, { dimFeedforward: 16, ...factory })],
+  [
+    'Transformer',
+    () =>
+      new nn.Transformer({
+        dModel: 8,
+        nhead: 2,
+        numEncoderLayers: 1,
+        numDecoderLayers: 1,
+        dimFeedforward: 16,
+        ...factory,
+      }),
+  ],
 ];
 
 describe('layer constructors take PyTorch factory options { dtype, device }', () => {

@@ -15,6 +15,9 @@ export default defineConfig({
     setupFiles: ['test/device-setup.ts'],
     pool: 'forks',
     execArgv: ['--expose-gc'],
+    // libtorch logs warnings straight to stderr, past vitest: level 2 keeps a green run quiet
+    // (errors still show); test/native-warnings.test.ts checks the expected ones.
+    env: { GLOG_minloglevel: '2' },
     testTimeout: 120_000,
     reporters: ['default', ['json', { outputFile: 'test-results.json' }]],
   },

@@ -3,7 +3,9 @@
 // survivors finish the schedule with bit-identical parameters after every later round (host
 // modes: the reduce in flight completes over the survivors; collective modes: the survivors
 // re-form their Gloo group). Without `elastic` the run still fails fast.
+
 import { FlodlError } from '@flodl/tensor-native';
+import { captureWarnings } from '@flodl/testing';
 import { describe, expect, it } from 'vitest';
 import { type LaunchMode, RankFailedError } from '../src/launcher/index.js';
 import { bundledRankWorker } from './fixtures/cluster-setup.js';
@@ -13,6 +15,9 @@ import {
   type RankRecord,
   runCoordinated,
 } from './fixtures/coordinated-run.js';
+
+// A dying rank can reset its connection; the coordinator logs the drop (expected here).
+captureWarnings([/^\[flodl\] dropped connection from .*: wire: connection error: read (ECONNRESET|EPIPE)/]);
 
 const workerUrl = bundledRankWorker('coordinated-deaths-worker');
 

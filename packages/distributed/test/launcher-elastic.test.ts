@@ -1,10 +1,12 @@
 // The launcher's elastic policy and its exit feed, with real rank processes (no coordinator:
 // the ranks of test/fixtures/launcher-rank.ts handshake and exit, or fail on cue).
+
 import { spawnSync } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FlodlError } from '@flodl/tensor-native';
+import { captureWarnings } from '@flodl/testing';
 import { describe, expect, it } from 'vitest';
 import {
   deathRecordPath,
@@ -15,6 +17,9 @@ import {
   RankFailedError,
 } from '../src/launcher/index.js';
 import './fixtures/cluster-setup.js'; // runs the .ts rank fixtures through this package's tsx
+
+// A failing rank can reset its connection; the coordinator logs the drop (expected here).
+captureWarnings([/^\[flodl\] dropped connection from .*: wire: connection error: read (ECONNRESET|EPIPE)/]);
 
 const here = dirname(fileURLToPath(import.meta.url));
 const rankScript = join(here, 'fixtures', 'launcher-rank.ts');

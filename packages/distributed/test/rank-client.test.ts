@@ -1,4 +1,5 @@
 import { FlodlError } from '@flodl/tensor-native';
+import { captureWarnings } from '@flodl/testing';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RankClient, type RankClientOptions } from '../src/rank/index.js';
 import {
@@ -8,6 +9,13 @@ import {
   type RankMessage,
 } from '../src/wire/index.js';
 import { bundle } from './fixtures/rank-bundle.js';
+
+// The coordinator logs the connections these tests drop or refuse (expected here).
+captureWarnings([
+  /^\[flodl\] dropped connection from .*: wire: connection error: read (ECONNRESET|EPIPE)/,
+  /^\[flodl\] dropped connection from .*: ControlServer\.disconnect: rank \d+: test/,
+  /^\[flodl\] dropped connection from .*: wire: bad tag: the frame is not signed with this run's key/,
+]);
 
 // The rank client in this process, its control worker on a bundled build of src/rank (Node
 // 20 cannot load .ts in a worker), the coordinator a ControlServer on 127.0.0.1.

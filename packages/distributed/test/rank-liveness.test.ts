@@ -1,9 +1,13 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { FlodlError } from '@flodl/tensor-native';
+import { captureWarnings } from '@flodl/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ControlServer, createRunSecret, type RankMessage, secretEnvironment } from '../src/wire/index.js';
 import { bundle } from './fixtures/rank-bundle.js';
+
+// A killed rank resets its connection; the coordinator logs the drop (expected here).
+captureWarnings([/^\[flodl\] dropped connection from .*: wire: connection error: read (ECONNRESET|EPIPE)/]);
 
 // The rank's main thread blocks for 45 s; its heartbeats, from the control worker, must keep
 // a coordinator with a 5 s timeout convinced it is alive. The coordinator is this process

@@ -2,7 +2,7 @@
 import { noGrad } from '@flodl/autograd';
 import { FlodlError, invalidArgument, stack, Tensor, tidy } from '@flodl/tensor-native';
 
-/** Options of {@link clipGradNorm}. */
+/** Options of {@link clipGradNorm_}. */
 export interface ClipGradNormOptions {
   /** Throw when the total norm is NaN or infinite instead of scaling by it. Default false. */
   errorIfNonfinite?: boolean;
@@ -28,19 +28,19 @@ export interface ClipGradNormOptions {
  * @example
  * ```ts
  * loss.backward();
- * const norm = clipGradNorm(model.parameters(), 1.0);
+ * const norm = clipGradNorm_(model.parameters(), 1.0);
  * optimizer.step();
  * ```
  * PyTorch equivalent: `torch.nn.utils.clip_grad_norm_(parameters, max_norm, norm_type=2.0,
  * error_if_nonfinite=False)` (returns a number instead of a 0-d tensor).
  */
-export function clipGradNorm(
+export function clipGradNorm_(
   parameters: Tensor | Iterable<Tensor>,
   maxNorm: number,
   normType: number | 'inf' = 2,
   options: ClipGradNormOptions = {},
 ): number {
-  const op = 'clipGradNorm';
+  const op = 'clipGradNorm_';
   const list = parameterList(op, parameters);
   if (typeof maxNorm !== 'number' || !(maxNorm >= 0) || !Number.isFinite(maxNorm)) {
     throw invalidArgument(op, 'maxNorm', 'a finite number >= 0', maxNorm);
@@ -96,13 +96,13 @@ export function clipGradNorm(
  * @example
  * ```ts
  * loss.backward();
- * clipGradValue(model.parameters(), 0.5);
+ * clipGradValue_(model.parameters(), 0.5);
  * optimizer.step();
  * ```
  * PyTorch equivalent: `torch.nn.utils.clip_grad_value_(parameters, clip_value)`.
  */
-export function clipGradValue(parameters: Tensor | Iterable<Tensor>, clipValue: number): void {
-  const op = 'clipGradValue';
+export function clipGradValue_(parameters: Tensor | Iterable<Tensor>, clipValue: number): void {
+  const op = 'clipGradValue_';
   const list = parameterList(op, parameters);
   if (typeof clipValue !== 'number' || !(clipValue >= 0)) {
     throw invalidArgument(op, 'clipValue', 'a number >= 0', clipValue);
@@ -113,6 +113,18 @@ export function clipGradValue(parameters: Tensor | Iterable<Tensor>, clipValue: 
     }),
   );
 }
+
+/**
+ * @deprecated Renamed {@link clipGradNorm_} (PyTorch's trailing underscore for in-place
+ * functions); this alias goes in the next minor version.
+ */
+export const clipGradNorm: typeof clipGradNorm_ = clipGradNorm_;
+
+/**
+ * @deprecated Renamed {@link clipGradValue_} (PyTorch's trailing underscore for in-place
+ * functions); this alias goes in the next minor version.
+ */
+export const clipGradValue: typeof clipGradValue_ = clipGradValue_;
 
 function parameterList(op: string, parameters: unknown): Tensor[] {
   if (parameters instanceof Tensor) return [parameters];

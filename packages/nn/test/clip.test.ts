@@ -1,6 +1,6 @@
 import { FlodlError, keep, liveTensorCount, Tensor, tidy, zeros } from '@flodl/tensor-native';
 import { describe, expect, it } from 'vitest';
-import { clipGradNorm, clipGradValue } from '../src/clip.js';
+import { clipGradNorm, clipGradNorm_, clipGradValue, clipGradValue_ } from '../src/index.js';
 import { onDevice, readFixture } from './golden.js';
 
 interface Encoded {
@@ -44,14 +44,14 @@ function disposeAll(tensors: Tensor[]): void {
   for (const tensor of tensors) tensor.dispose();
 }
 
-describe('clipGradNorm against PyTorch (bit for bit)', () => {
+describe('clipGradNorm_ against PyTorch (bit for bit)', () => {
   const cases = fixture.cases.filter((testCase) => testCase.kind === 'norm');
   it.each(
     cases.map((testCase) => [`p=${testCase.normType}, maxNorm=${testCase.maxNorm}`, testCase] as const),
   )('%s', (_label, testCase) => {
     const params = withGradients();
     const normType = testCase.normType === 'inf' ? Number.POSITIVE_INFINITY : testCase.normType;
-    const total = clipGradNorm(params, testCase.maxNorm, normType);
+    const total = clipGradNorm_(params, testCase.maxNorm, normType);
     expectSame([total], [testCase.totalNorm], 'total norm');
     testCase.clipped.forEach((expected, k) => {
       expectSame(gradientValues(params[k]!), expected.data, `grad ${k}`);
@@ -65,9 +65,9 @@ describe('clipGradNorm against PyTorch (bit for bit)', () => {
     const infinity = fixture.cases.find(
       (testCase) => testCase.kind === 'norm' && testCase.normType === 'inf' && testCase.maxNorm === 100,
     ) as { totalNorm: number };
-    expect(clipGradNorm(params, 100, 'inf')).toBe(infinity.totalNorm);
-    expect(clipGradNorm(params[3]!, 1)).toBe(0);
-    expect(clipGradNorm([], 1)).toBe(0);
+    expect(clipGradNorm_(params, 100, 'inf')).toBe(infinity.totalNorm);
+    expect(clipGradNorm_(params[3]!, 1)).toBe(0);
+    expect(clipGradNorm_([], 1)).toBe(0);
     disposeAll(params);
   });
 
@@ -76,27 +76,27 @@ describe('clipGradNorm against PyTorch (bit for bit)', () => {
     tidy(() => params[0]!.setGrad(params[0]!.detach().add(Number.NaN)));
     const error = (() => {
       try {
-        clipGradNorm(params, 1, 2, { errorIfNonfinite: true });
+        clipGradNorm_(params, 1, 2, { errorIfNonfinite: true });
       } catch (caught) {
         return caught as FlodlError;
       }
       return null;
     })();
     expect(FlodlError.isInstance(error) && error.code).toBe('ERR_INVALID_ARGUMENT');
-    expect(Number.isNaN(clipGradNorm(params, 1))).toBe(true);
+    expect(Number.isNaN(clipGradNorm_(params, 1))).toBe(true);
     disposeAll(params);
   });
 
   it('rejects bad arguments', () => {
     const params = withGradients();
     for (const run of [
-      () => clipGradNorm(params, -1),
-      () => clipGradNorm(params, Number.NaN),
-      () => clipGradNorm(params, 1, Number.NaN),
-      () => clipGradNorm([params[0]!, 3 as unknown as Tensor], 1),
-      () => clipGradNorm(params, 1, 2, { errorIfNonFinite: true } as object),
-      () => clipGradValue(params, -0.5),
-      () => clipGradValue(42 as unknown as Tensor, 0.5),
+      () => clipGradNorm_(params, -1),
+      () => clipGradNorm_(params, Number.NaN),
+      () => clipGradNorm_(params, 1, Number.NaN),
+      () => clipGradNorm_([params[0]!, 3 as unknown as Tensor], 1),
+      () => clipGradNorm_(params, 1, 2, { errorIfNonFinite: true } as object),
+      () => clipGradValue_(params, -0.5),
+      () => clipGradValue_(42 as unknown as Tensor, 0.5),
     ]) {
       expect(run).toThrow(FlodlError);
     }
@@ -107,22 +107,22 @@ describe('clipGradNorm against PyTorch (bit for bit)', () => {
     const params = withGradients();
     const before = liveTensorCount();
     for (let k = 0; k < 100; k++) {
-      clipGradNorm(params, 0.5);
-      clipGradNorm(params, 0.5, 'inf');
-      clipGradValue(params, 0.1);
+      clipGradNorm_(params, 0.5);
+      clipGradNorm_(params, 0.5, 'inf');
+      clipGradValue_(params, 0.1);
     }
     expect(liveTensorCount()).toBe(before);
     disposeAll(params);
   });
 });
 
-describe('clipGradValue against PyTorch', () => {
+describe('clipGradValue_ against PyTorch', () => {
   const cases = fixture.cases.filter((testCase) => testCase.kind === 'value');
   it.each(cases.map((testCase) => [testCase.clipValue, testCase] as const))(
     'clipValue=%s',
     (_value, testCase) => {
       const params = withGradients();
-      clipGradValue(params, testCase.clipValue);
+      clipGradValue_(params, testCase.clipValue);
       testCase.clipped.forEach((expected, k) => {
         expect(gradientValues(params[k]!)).toEqual(expected.data);
       });
@@ -130,4 +130,11 @@ describe('clipGradValue against PyTorch', () => {
       disposeAll(params);
     },
   );
+});
+
+describe('the deprecated names', () => {
+  it('clipGradNorm and clipGradValue are the underscore functions', () => {
+    expect(clipGradNorm).toBe(clipGradNorm_);
+    expect(clipGradValue).toBe(clipGradValue_);
+  });
 });

@@ -1,12 +1,12 @@
 // Reading the PyTorch goldens of scripts/make-goldens-layers.py and comparing tensors to them.
 import { type DType, getDefaultDevice, setDefaultDevice, Tensor } from '@flodl/tensor-native';
 import {
+  fixtureData,
   forDevice,
   expectClose as kitExpectClose,
   readFixture as kitReadFixture,
   type Tolerance,
 } from '@flodl/testing';
-
 import { expect } from 'vitest';
 
 export { forDevice, onDevice, type Tolerance } from '@flodl/testing';
@@ -57,21 +57,7 @@ export function readFixture<T>(name: string): T {
 
 /** The tensor an encoding describes (float32 values come back exactly: they were written with 9 digits). */
 export function decodeTensor(encoded: Encoded): Tensor {
-  const { shape, dtype, data } = encoded;
-  switch (dtype) {
-    case 'float64':
-      return Tensor.from(Float64Array.from(data), shape);
-    case 'float32':
-      return Tensor.from(Float32Array.from(data), shape);
-    case 'bool':
-      return Tensor.from(
-        data.map((value) => value !== 0),
-        shape,
-        { dtype: 'bool' },
-      );
-    default:
-      return Tensor.from(data, shape, { dtype });
-  }
+  return Tensor.from(fixtureData(encoded), encoded.shape, { dtype: encoded.dtype });
 }
 
 function isTensorValue(value: object): value is { tensor: Encoded; grad: boolean } {

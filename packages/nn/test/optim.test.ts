@@ -1,7 +1,7 @@
 import { keep, liveTensorCount, Tensor, tidy, zeros } from '@flodl/tensor-native';
 import { expectFlodlError } from '@flodl/testing';
 import { describe, expect, it } from 'vitest';
-import { clipGradNorm } from '../src/clip.js';
+import { clipGradNorm_ } from '../src/clip.js';
 import {
   Adagrad,
   Adam,
@@ -93,7 +93,7 @@ function trainStep(optimizer: AnyOptimizer, params: Tensor[], testCase?: OptimCa
     (testCase?.negateLoss ? loss.neg() : loss).backward();
     const clip = testCase?.clipGradNorm;
     if (clip !== undefined)
-      clipGradNorm(params, clip.maxNorm, clip.normType === 'inf' ? Infinity : clip.normType);
+      clipGradNorm_(params, clip.maxNorm, clip.normType === 'inf' ? Infinity : clip.normType);
     optimizer.step();
     return value;
   });

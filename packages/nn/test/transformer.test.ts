@@ -321,7 +321,7 @@ describe('errors', () => {
       ).message,
     ).toMatchInlineSnapshot(`
       "TransformerEncoderLayer: unknown option 'dim_feedforward'
-        expected: one of dimFeedforward, dropout, activation, layerNormEps, batchFirst, normFirst
+        expected: one of dimFeedforward, dropout, activation, layerNormEps, batchFirst, normFirst, dtype, device
         got: dim_feedforward"
     `);
     expect(

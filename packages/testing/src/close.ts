@@ -23,6 +23,17 @@ export const EXACT: Tolerance = { atol: 0, rtol: 0 };
 const FLOATING = new Set(['float16', 'bfloat16', 'float32', 'float64']);
 const MAX_REPORTED = 8;
 
+/**
+ * A fixture's values as `Tensor.from` takes them with the fixture's shape and dtype: booleans
+ * for a bool fixture (written as true/false or 1/0), numbers otherwise (non-finite decoded).
+ *
+ * @example Tensor.from(fixtureData(fixture), fixture.shape, { dtype: fixture.dtype })
+ */
+export function fixtureData(fixture: TensorFixture): number[] | boolean[] {
+  if (fixture.dtype === 'bool') return fixture.data.map((value) => value === true || value === 1);
+  return fixture.data.map(decodeNumber);
+}
+
 /** True for a value with a tensor's shape, dtype and typed-array read-out. */
 export function isTensorLike(value: unknown): value is TensorLike {
   return (

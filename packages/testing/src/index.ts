@@ -3,6 +3,7 @@ export {
   compareValues,
   EXACT,
   expectClose,
+  fixtureData,
   isClose,
   isTensorLike,
   readValues,

@@ -1,31 +1,30 @@
 // Expected noise, captured and asserted on instead of printed: console warnings a test is meant
 // to cause, and what a fresh process writes to its stderr (libtorch logs there directly).
 import { spawnSync } from 'node:child_process';
-import { afterEach, beforeEach, expect, vi } from 'vitest';
+import { afterAll, beforeAll, expect, vi } from 'vitest';
 
-/** The console.warn lines captured during the current test (reset before each test). */
+/** The console.warn lines captured so far in the enclosing `describe` (or file). */
 export interface CapturedWarnings {
   readonly lines: readonly string[];
 }
 
 /**
- * For every test of the enclosing `describe` (or file): captures `console.warn` instead of
- * printing it, and after the test expects each captured line to match one of `expected`. A test
- * may also assert on `captured.lines` itself (a warning it is meant to cause).
+ * For the enclosing `describe` (or file): captures `console.warn` instead of printing it (a
+ * warning logged by a server a test left closing still counts), and after its last test expects
+ * each captured line to match one of `expected`. A test may also read `captured.lines`.
  *
  * @example const warnings = captureWarnings([/dropped connection .*ECONNRESET/]);
  */
 export function captureWarnings(expected: readonly RegExp[]): CapturedWarnings {
   const lines: string[] = [];
   let restore: (() => void) | undefined;
-  beforeEach(() => {
-    lines.length = 0;
+  beforeAll(() => {
     const spy = vi.spyOn(console, 'warn').mockImplementation((...args: unknown[]) => {
       lines.push(args.map(String).join(' '));
     });
     restore = () => spy.mockRestore();
   });
-  afterEach(() => {
+  afterAll(() => {
     restore?.();
     const unexpected = lines.filter((line) => !expected.some((pattern) => pattern.test(line)));
     expect(unexpected, `unexpected console.warn output (expected only ${expected.join(', ')})`).toEqual([]);

@@ -10,6 +10,7 @@ import {
   decodeNumber,
   EXACT,
   expectFlodlError,
+  fixtureData,
   forDevice,
   isClose,
   isFlodlError,
@@ -87,6 +88,17 @@ describe('the fixture encoding', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('fixture data', () => {
+  it('gives booleans for bool fixtures and decoded numbers otherwise', () => {
+    expect(fixtureData({ shape: [3], dtype: 'bool', data: [true, false, 1] })).toEqual([true, false, true]);
+    expect(fixtureData({ shape: [3], dtype: 'float32', data: [0.5, 'nan', '-inf'] })).toEqual([
+      0.5,
+      Number.NaN,
+      Number.NEGATIVE_INFINITY,
+    ]);
   });
 });
 

@@ -4,9 +4,9 @@
 
 import { autogradGrad, type DType, manualSeed, Tensor, tidy } from '@flodl/tensor-native';
 import {
-  decodeNumber,
   type EncodedNumber,
   expectClose,
+  fixtureData,
   forDevice,
   readFixture,
   type Tolerance,
@@ -57,7 +57,7 @@ export function loadGoldens(): NnGoldens {
 }
 
 export function makeTensor(fixture: TensorFixture): Tensor {
-  return Tensor.from(fixture.data.map(decodeNumber), fixture.shape, { dtype: fixture.dtype });
+  return Tensor.from(fixtureData(fixture), fixture.shape, { dtype: fixture.dtype });
 }
 
 /**

@@ -19,7 +19,14 @@ import {
 import { full, type Tensor } from '@flodl/tensor-native';
 import { Module } from '../module.js';
 import { Parameter } from '../parameter.js';
-import { positiveInteger, pythonFloat } from './common.js';
+import {
+  checkOptions,
+  FACTORY_KEYS,
+  type FactoryOptions,
+  factoryOf,
+  positiveInteger,
+  pythonFloat,
+} from './common.js';
 
 /** `max(0, x)`. PyTorch: `nn.ReLU`. */
 export class ReLU extends Module {
@@ -134,15 +141,18 @@ export class Hardsigmoid extends Module {
 
 /**
  * `max(0, x) + a·min(0, x)` with a learned slope `a` (one, or one per channel), initialised
- * to `init`. PyTorch: `nn.PReLU(num_parameters=1, init=0.25)`.
+ * to `init`, created as `options` say (PyTorch's factory options `dtype`, `device`).
+ * PyTorch: `nn.PReLU(num_parameters=1, init=0.25, device=None, dtype=None)`.
  */
 export class PReLU extends Module {
   readonly numParameters: number;
   weight: Tensor;
-  constructor(numParameters = 1, initialSlope = 0.25) {
+  constructor(numParameters = 1, initialSlope = 0.25, options: FactoryOptions = {}) {
     super();
+    checkOptions('PReLU', options, FACTORY_KEYS);
     this.numParameters = positiveInteger('PReLU', 'numParameters', numParameters);
-    this.weight = new Parameter(full([numParameters], initialSlope, { dtype: 'float32' }));
+    const factory = { dtype: 'float32' as const, ...factoryOf('PReLU', options) };
+    this.weight = new Parameter(full([numParameters], initialSlope, factory));
   }
   forward(input: Tensor): Tensor {
     return prelu(input, this.weight);

@@ -5,11 +5,11 @@ import { empty, FlodlError, type Tensor, tidy, zeros } from '@flodl/tensor-nativ
 import * as init from '../init.js';
 import { Module } from '../module.js';
 import { Parameter } from '../parameter.js';
-import { checkOptions, positiveInteger } from './common.js';
+import { checkOptions, FACTORY_KEYS, type FactoryOptions, factoryOf, positiveInteger } from './common.js';
 import { Linear } from './linear.js';
 
 /** Options of `MultiheadAttention`. */
-export interface MultiheadAttentionOptions {
+export interface MultiheadAttentionOptions extends FactoryOptions {
   /** Dropout on the attention weights, in training. Default 0. */
   dropout?: number;
   /** Learn input and output projection biases. Default true. */
@@ -59,7 +59,8 @@ export class MultiheadAttention extends Module<
 
   constructor(embedDim: number, numHeads: number, options: MultiheadAttentionOptions = {}) {
     super();
-    checkOptions('MultiheadAttention', options, ['dropout', 'bias', 'batchFirst']);
+    checkOptions('MultiheadAttention', options, ['dropout', 'bias', 'batchFirst', ...FACTORY_KEYS]);
+    const factory = factoryOf('MultiheadAttention', options);
     this.embedDim = positiveInteger('MultiheadAttention', 'embedDim', embedDim);
     this.numHeads = positiveInteger('MultiheadAttention', 'numHeads', numHeads);
     if (embedDim % numHeads !== 0) {
@@ -73,10 +74,10 @@ export class MultiheadAttention extends Module<
     this.dropout = options.dropout ?? 0;
     this.batchFirst = options.batchFirst === true;
     const bias = options.bias !== false;
-    this.register('in_proj_weight', new Parameter(empty([3 * embedDim, embedDim])));
-    if (bias) this.register('in_proj_bias', new Parameter(empty([3 * embedDim])));
+    this.register('in_proj_weight', new Parameter(empty([3 * embedDim, embedDim], factory)));
+    if (bias) this.register('in_proj_bias', new Parameter(empty([3 * embedDim], factory)));
     // PyTorch builds out_proj (drawing its default init) before initialising in_proj: same order here.
-    this.register('out_proj', new Linear(embedDim, embedDim, { bias }));
+    this.register('out_proj', new Linear(embedDim, embedDim, { bias, ...factory }));
     init.xavierUniform_(this.inProjWeight);
     if (this.inProjBias !== null) init.constant_(this.inProjBias, 0);
     if (this.outProj.bias !== null) init.constant_(this.outProj.bias, 0);

@@ -1,13 +1,43 @@
-// Small shared pieces of the layers: option checks and size normalisation.
-import { invalidArgument } from '@flodl/tensor-native';
-
-export { checkOptions } from '@flodl/tensor-native';
+// Small shared pieces of the layers: option checks, factory options and size normalisation.
+import {
+  type Device,
+  type DType,
+  invalidArgument,
+  isFloatingPoint,
+  parseDType,
+  type TensorOptions,
+} from '@flodl/tensor-native';
 
 /** A positive integer argument, named in the error. */
-export function positiveInteger(layer: string, name: string, value: unknown): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1)
-    throw invalidArgument(layer, name, 'a positive integer', value);
-  return value;
+export { checkOptions, checkPositiveInteger as positiveInteger } from '@flodl/tensor-native';
+
+/**
+ * PyTorch's factory keywords of a layer with parameters (`nn.Linear(4, 2, dtype=..., device=...)`):
+ * where and as what its parameters and floating buffers are created.
+ */
+export interface FactoryOptions {
+  /** A floating dtype. Default: float32. */
+  dtype?: DType;
+  /** Default: {@link getDefaultDevice} (`'cpu'` unless changed). */
+  device?: Device;
+}
+
+/** The option names of {@link FactoryOptions}, for a layer's `checkOptions` list. */
+export const FACTORY_KEYS = ['dtype', 'device'] as const;
+
+/**
+ * The tensor options a layer creates its parameters with (the factory ones of `options`).
+ * @throws FlodlError ERR_INVALID_ARGUMENT for a dtype that is not a floating one
+ */
+export function factoryOf(layer: string, options: FactoryOptions): TensorOptions {
+  const factory: TensorOptions = {};
+  if (options.dtype !== undefined) {
+    const dtype = parseDType(layer, options.dtype);
+    if (!isFloatingPoint(dtype)) throw invalidArgument(layer, 'dtype', 'a floating dtype', options.dtype);
+    factory.dtype = dtype;
+  }
+  if (options.device !== undefined) factory.device = options.device;
+  return factory;
 }
 
 /** A number or a tuple of `length` numbers, as a tuple. */

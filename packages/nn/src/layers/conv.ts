@@ -12,7 +12,15 @@ import { empty, FlodlError, type Tensor } from '@flodl/tensor-native';
 import * as init from '../init.js';
 import { Module } from '../module.js';
 import { Parameter } from '../parameter.js';
-import { checkOptions, positiveInteger, pythonTuple, tuple } from './common.js';
+import {
+  checkOptions,
+  FACTORY_KEYS,
+  type FactoryOptions,
+  factoryOf,
+  positiveInteger,
+  pythonTuple,
+  tuple,
+} from './common.js';
 
 /** How a convolution layer fills its padding (PyTorch's `padding_mode`). */
 export type PaddingMode = 'zeros' | 'reflect' | 'replicate' | 'circular';
@@ -20,7 +28,7 @@ export type PaddingMode = 'zeros' | 'reflect' | 'replicate' | 'circular';
 const PADDING_MODES: readonly PaddingMode[] = ['zeros', 'reflect', 'replicate', 'circular'];
 
 /** Options of the convolution layers (PyTorch's keywords and defaults). */
-export interface ConvLayerOptions {
+export interface ConvLayerOptions extends FactoryOptions {
   /** Default 1. */
   stride?: number | number[];
   /** Zero padding on each side (or 'valid' / 'same' for non-transposed convs). Default 0. */
@@ -36,7 +44,7 @@ export interface ConvLayerOptions {
 }
 
 /** Options of the transposed convolution layers. */
-export interface ConvTransposeLayerOptions {
+export interface ConvTransposeLayerOptions extends FactoryOptions {
   stride?: number | number[];
   padding?: number | number[];
   /** Extra size added to one side of the output. Default 0. */
@@ -65,7 +73,12 @@ abstract class ConvBase extends Module {
     inChannels: number,
     outChannels: number,
     kernelSize: number | number[],
-    options: { stride?: number | number[]; dilation?: number | number[]; groups?: number; bias?: boolean },
+    options: {
+      stride?: number | number[];
+      dilation?: number | number[];
+      groups?: number;
+      bias?: boolean;
+    } & FactoryOptions,
     transposed: boolean,
   ) {
     super();
@@ -85,8 +98,9 @@ abstract class ConvBase extends Module {
     const shape = transposed
       ? [inChannels, outChannels / this.groups, ...this.kernelSize]
       : [outChannels, inChannels / this.groups, ...this.kernelSize];
-    this.weight = new Parameter(empty(shape));
-    this.bias = options.bias === false ? null : new Parameter(empty([outChannels]));
+    const factory = factoryOf(layer, options);
+    this.weight = new Parameter(empty(shape, factory));
+    this.bias = options.bias === false ? null : new Parameter(empty([outChannels], factory));
     this.resetParameters();
   }
 
@@ -132,7 +146,15 @@ abstract class ConvNd extends ConvBase {
     kernelSize: number | number[],
     options: ConvLayerOptions,
   ) {
-    checkOptions(layer, options, ['stride', 'padding', 'dilation', 'groups', 'bias', 'paddingMode']);
+    checkOptions(layer, options, [
+      'stride',
+      'padding',
+      'dilation',
+      'groups',
+      'bias',
+      'paddingMode',
+      ...FACTORY_KEYS,
+    ]);
     super(layer, dims, inChannels, outChannels, kernelSize, options, false);
     const padding = options.padding ?? 0;
     this.padding =
@@ -246,7 +268,15 @@ abstract class ConvTransposeNd extends ConvBase {
     kernelSize: number | number[],
     options: ConvTransposeLayerOptions,
   ) {
-    checkOptions(layer, options, ['stride', 'padding', 'outputPadding', 'groups', 'bias', 'dilation']);
+    checkOptions(layer, options, [
+      'stride',
+      'padding',
+      'outputPadding',
+      'groups',
+      'bias',
+      'dilation',
+      ...FACTORY_KEYS,
+    ]);
     super(layer, dims, inChannels, outChannels, kernelSize, options, true);
     this.padding = tuple(layer, 'padding', options.padding ?? 0, dims);
     this.outputPadding = tuple(layer, 'outputPadding', options.outputPadding ?? 0, dims);

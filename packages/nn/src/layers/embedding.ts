@@ -3,10 +3,18 @@ import { empty, FlodlError, type Tensor, tidy } from '@flodl/tensor-native';
 import * as init from '../init.js';
 import { Module } from '../module.js';
 import { Parameter } from '../parameter.js';
-import { checkOptions, positiveInteger, pythonBool, pythonFloat } from './common.js';
+import {
+  checkOptions,
+  FACTORY_KEYS,
+  type FactoryOptions,
+  factoryOf,
+  positiveInteger,
+  pythonBool,
+  pythonFloat,
+} from './common.js';
 
 /** Options of `Embedding`. */
-export interface EmbeddingLayerOptions {
+export interface EmbeddingLayerOptions extends FactoryOptions {
   /** This row starts at zero and gets no gradient. */
   paddingIdx?: number;
   /** Rows looked up with a larger norm are renormalised in place to this norm. */
@@ -63,12 +71,18 @@ export class Embedding extends Module {
   weight: Tensor;
   constructor(numEmbeddings: number, embeddingDim: number, options: EmbeddingLayerOptions = {}) {
     super();
-    checkOptions('Embedding', options, ['paddingIdx', 'maxNorm', 'normType', 'scaleGradByFreq']);
+    checkOptions('Embedding', options, [
+      'paddingIdx',
+      'maxNorm',
+      'normType',
+      'scaleGradByFreq',
+      ...FACTORY_KEYS,
+    ]);
     this.numEmbeddings = positiveInteger('Embedding', 'numEmbeddings', numEmbeddings);
     this.embeddingDim = positiveInteger('Embedding', 'embeddingDim', embeddingDim);
     this.paddingIdx = checkPaddingIndex('Embedding', options.paddingIdx, numEmbeddings);
     this.options = options;
-    this.weight = new Parameter(empty([numEmbeddings, embeddingDim]));
+    this.weight = new Parameter(empty([numEmbeddings, embeddingDim], factoryOf('Embedding', options)));
     this.resetParameters();
   }
   resetParameters(): void {
@@ -92,7 +106,7 @@ export class Embedding extends Module {
 }
 
 /** Options of `EmbeddingBag`. */
-export interface EmbeddingBagLayerOptions {
+export interface EmbeddingBagLayerOptions extends FactoryOptions {
   /** Default 'mean'. */
   mode?: 'sum' | 'mean' | 'max';
   maxNorm?: number;
@@ -122,13 +136,14 @@ export class EmbeddingBag extends Module<[Tensor, Tensor?, Tensor?], Tensor> {
       'scaleGradByFreq',
       'includeLastOffset',
       'paddingIdx',
+      ...FACTORY_KEYS,
     ]);
     this.numEmbeddings = positiveInteger('EmbeddingBag', 'numEmbeddings', numEmbeddings);
     this.embeddingDim = positiveInteger('EmbeddingBag', 'embeddingDim', embeddingDim);
     this.mode = options.mode ?? 'mean';
     this.paddingIdx = checkPaddingIndex('EmbeddingBag', options.paddingIdx, numEmbeddings);
     this.options = options;
-    this.weight = new Parameter(empty([numEmbeddings, embeddingDim]));
+    this.weight = new Parameter(empty([numEmbeddings, embeddingDim], factoryOf('EmbeddingBag', options)));
     this.resetParameters();
   }
   resetParameters(): void {

@@ -1,5 +1,6 @@
 export * from './activation.js';
 export * from './attention.js';
+export type { FactoryOptions } from './common.js';
 export * from './conv.js';
 export * from './dropout.js';
 export * from './embedding.js';

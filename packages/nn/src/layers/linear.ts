@@ -3,10 +3,18 @@ import { empty, type Tensor } from '@flodl/tensor-native';
 import * as init from '../init.js';
 import { Module } from '../module.js';
 import { Parameter } from '../parameter.js';
-import { checkOptions, positiveInteger, pythonBool, pythonTuple } from './common.js';
+import {
+  checkOptions,
+  FACTORY_KEYS,
+  type FactoryOptions,
+  factoryOf,
+  positiveInteger,
+  pythonBool,
+  pythonTuple,
+} from './common.js';
 
-/** Options of `Linear`. */
-export interface LinearOptions {
+/** Options of `Linear` and `Bilinear`: `bias`, and PyTorch's factory options `dtype` and `device`. */
+export interface LinearOptions extends FactoryOptions {
   /** Learn an additive bias. Default true. */
   bias?: boolean;
 }
@@ -18,8 +26,9 @@ export interface LinearOptions {
  * Weights start as PyTorch's: W ~ U(-1/√inFeatures, 1/√inFeatures) (Kaiming uniform with
  * a = √5), b likewise; with the same `manualSeed` they equal `nn.Linear`'s.
  * @example const fc = new Linear(784, 256); const y = fc.forward(x);
+ * @example new Linear(4, 2, { dtype: 'float64', device: 'cuda' })
  * @throws FlodlError ERR_INVALID_ARGUMENT for non-positive sizes or unknown options
- * PyTorch: `nn.Linear(in_features, out_features, bias=True)`.
+ * PyTorch: `nn.Linear(in_features, out_features, bias=True, device=None, dtype=None)`.
  */
 export class Linear extends Module {
   readonly inFeatures: number;
@@ -29,11 +38,12 @@ export class Linear extends Module {
 
   constructor(inFeatures: number, outFeatures: number, options: LinearOptions = {}) {
     super();
-    checkOptions('Linear', options, ['bias']);
+    checkOptions('Linear', options, ['bias', ...FACTORY_KEYS]);
+    const factory = factoryOf('Linear', options);
     this.inFeatures = positiveInteger('Linear', 'inFeatures', inFeatures);
     this.outFeatures = positiveInteger('Linear', 'outFeatures', outFeatures);
-    this.weight = new Parameter(empty([outFeatures, inFeatures]));
-    this.bias = options.bias === false ? null : new Parameter(empty([outFeatures]));
+    this.weight = new Parameter(empty([outFeatures, inFeatures], factory));
+    this.bias = options.bias === false ? null : new Parameter(empty([outFeatures], factory));
     this.resetParameters();
   }
 
@@ -69,12 +79,13 @@ export class Bilinear extends Module<[Tensor, Tensor], Tensor> {
 
   constructor(in1Features: number, in2Features: number, outFeatures: number, options: LinearOptions = {}) {
     super();
-    checkOptions('Bilinear', options, ['bias']);
+    checkOptions('Bilinear', options, ['bias', ...FACTORY_KEYS]);
+    const factory = factoryOf('Bilinear', options);
     this.in1Features = positiveInteger('Bilinear', 'in1Features', in1Features);
     this.in2Features = positiveInteger('Bilinear', 'in2Features', in2Features);
     this.outFeatures = positiveInteger('Bilinear', 'outFeatures', outFeatures);
-    this.weight = new Parameter(empty([outFeatures, in1Features, in2Features]));
-    this.bias = options.bias === false ? null : new Parameter(empty([outFeatures]));
+    this.weight = new Parameter(empty([outFeatures, in1Features, in2Features], factory));
+    this.bias = options.bias === false ? null : new Parameter(empty([outFeatures], factory));
     this.resetParameters();
   }
 

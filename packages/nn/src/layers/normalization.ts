@@ -3,10 +3,19 @@ import { batchNorm, groupNorm, instanceNorm, layerNorm, rmsNorm } from '@flodl/a
 import { FlodlError, ones, type Tensor, tidy, zeros } from '@flodl/tensor-native';
 import { Module } from '../module.js';
 import { Buffer, Parameter } from '../parameter.js';
-import { checkOptions, positiveInteger, pythonBool, pythonFloat, pythonTuple } from './common.js';
+import {
+  checkOptions,
+  FACTORY_KEYS,
+  type FactoryOptions,
+  factoryOf,
+  positiveInteger,
+  pythonBool,
+  pythonFloat,
+  pythonTuple,
+} from './common.js';
 
 /** Options of the batch and instance norm layers (PyTorch's defaults differ per layer). */
-export interface BatchNormLayerOptions {
+export interface BatchNormLayerOptions extends FactoryOptions {
   /** Default 1e-5. */
   eps?: number;
   /** Running-average weight of the batch statistics; null gives a cumulative average. Default 0.1. */
@@ -17,7 +26,7 @@ export interface BatchNormLayerOptions {
   trackRunningStats?: boolean;
 }
 
-const BATCH_KEYS = ['eps', 'momentum', 'affine', 'trackRunningStats'];
+const BATCH_KEYS = ['eps', 'momentum', 'affine', 'trackRunningStats', ...FACTORY_KEYS];
 
 abstract class NormBase extends Module {
   readonly numFeatures: number;
@@ -41,12 +50,17 @@ abstract class NormBase extends Module {
     this.momentum = options.momentum === undefined ? 0.1 : options.momentum;
     this.affine = options.affine ?? defaults.affine;
     this.trackRunningStats = options.trackRunningStats ?? defaults.track;
-    this.weight = this.affine ? new Parameter(ones([numFeatures])) : null;
-    this.bias = this.affine ? new Parameter(zeros([numFeatures])) : null;
+    const factory = factoryOf(layer, options);
+    this.weight = this.affine ? new Parameter(ones([numFeatures], factory)) : null;
+    this.bias = this.affine ? new Parameter(zeros([numFeatures], factory)) : null;
     if (this.trackRunningStats) {
-      this.register('running_mean', new Buffer(zeros([numFeatures])));
-      this.register('running_var', new Buffer(ones([numFeatures])));
-      this.register('num_batches_tracked', new Buffer(zeros([], { dtype: 'int64' })));
+      this.register('running_mean', new Buffer(zeros([numFeatures], factory)));
+      this.register('running_var', new Buffer(ones([numFeatures], factory)));
+      const counter = {
+        dtype: 'int64' as const,
+        ...(factory.device === undefined ? {} : { device: factory.device }),
+      };
+      this.register('num_batches_tracked', new Buffer(zeros([], counter)));
     }
   }
 
@@ -187,7 +201,7 @@ export class InstanceNorm2d extends InstanceNormNd {
 }
 
 /** Options of LayerNorm and RMSNorm. */
-export interface LayerNormOptions {
+export interface LayerNormOptions extends FactoryOptions {
   /** Default 1e-5 (RMSNorm: machine epsilon of the input dtype, as PyTorch). */
   eps?: number;
   /** Learnable scale (and, for LayerNorm, shift). Default true. */
@@ -212,12 +226,13 @@ export class LayerNorm extends Module {
   bias: Tensor | null;
   constructor(normalizedShape: number | number[], options: LayerNormOptions = {}) {
     super();
-    checkOptions('LayerNorm', options, ['eps', 'elementwiseAffine', 'bias']);
+    checkOptions('LayerNorm', options, ['eps', 'elementwiseAffine', 'bias', ...FACTORY_KEYS]);
+    const factory = factoryOf('LayerNorm', options);
     this.normalizedShape = shapeOf('LayerNorm', normalizedShape);
     this.eps = options.eps ?? 1e-5;
     const affine = options.elementwiseAffine !== false;
-    this.weight = affine ? new Parameter(ones(this.normalizedShape)) : null;
-    this.bias = affine && options.bias !== false ? new Parameter(zeros(this.normalizedShape)) : null;
+    this.weight = affine ? new Parameter(ones(this.normalizedShape, factory)) : null;
+    this.bias = affine && options.bias !== false ? new Parameter(zeros(this.normalizedShape, factory)) : null;
   }
   forward(input: Tensor): Tensor {
     return layerNorm(input, this.normalizedShape, this.weight ?? undefined, this.bias ?? undefined, {
@@ -236,10 +251,12 @@ export class RMSNorm extends Module {
   weight: Tensor | null;
   constructor(normalizedShape: number | number[], options: LayerNormOptions = {}) {
     super();
-    checkOptions('RMSNorm', options, ['eps', 'elementwiseAffine']);
+    checkOptions('RMSNorm', options, ['eps', 'elementwiseAffine', ...FACTORY_KEYS]);
+    const factory = factoryOf('RMSNorm', options);
     this.normalizedShape = shapeOf('RMSNorm', normalizedShape);
     this.eps = options.eps;
-    this.weight = options.elementwiseAffine === false ? null : new Parameter(ones(this.normalizedShape));
+    this.weight =
+      options.elementwiseAffine === false ? null : new Parameter(ones(this.normalizedShape, factory));
   }
   forward(input: Tensor): Tensor {
     return rmsNorm(
@@ -261,9 +278,14 @@ export class GroupNorm extends Module {
   readonly eps: number;
   weight: Tensor | null;
   bias: Tensor | null;
-  constructor(numGroups: number, numChannels: number, options: { eps?: number; affine?: boolean } = {}) {
+  constructor(
+    numGroups: number,
+    numChannels: number,
+    options: { eps?: number; affine?: boolean } & FactoryOptions = {},
+  ) {
     super();
-    checkOptions('GroupNorm', options, ['eps', 'affine']);
+    checkOptions('GroupNorm', options, ['eps', 'affine', ...FACTORY_KEYS]);
+    const factory = factoryOf('GroupNorm', options);
     this.numGroups = positiveInteger('GroupNorm', 'numGroups', numGroups);
     this.numChannels = positiveInteger('GroupNorm', 'numChannels', numChannels);
     if (numChannels % numGroups !== 0) {
@@ -275,8 +297,8 @@ export class GroupNorm extends Module {
     }
     this.eps = options.eps ?? 1e-5;
     const affine = options.affine !== false;
-    this.weight = affine ? new Parameter(ones([numChannels])) : null;
-    this.bias = affine ? new Parameter(zeros([numChannels])) : null;
+    this.weight = affine ? new Parameter(ones([numChannels], factory)) : null;
+    this.bias = affine ? new Parameter(zeros([numChannels], factory)) : null;
   }
   forward(input: Tensor): Tensor {
     return groupNorm(input, this.numGroups, this.weight ?? undefined, this.bias ?? undefined, {

@@ -5,10 +5,18 @@ import { aten, backends, empty, FlodlError, type Tensor, tidy } from '@flodl/ten
 import * as init from '../init.js';
 import { Module } from '../module.js';
 import { Parameter } from '../parameter.js';
-import { checkOptions, positiveInteger, pythonBool, pythonFloat } from './common.js';
+import {
+  checkOptions,
+  FACTORY_KEYS,
+  type FactoryOptions,
+  factoryOf,
+  positiveInteger,
+  pythonBool,
+  pythonFloat,
+} from './common.js';
 
 /** Options of GRU and LSTM (PyTorch's keywords and defaults). */
-export interface RecurrentLayerOptions {
+export interface RecurrentLayerOptions extends FactoryOptions {
   /** Stacked layers. Default 1. */
   numLayers?: number;
   /** Learn b_ih and b_hh. Default true. */
@@ -21,7 +29,7 @@ export interface RecurrentLayerOptions {
   bidirectional?: boolean;
 }
 
-const OPTION_KEYS = ['numLayers', 'bias', 'batchFirst', 'dropout', 'bidirectional'];
+const OPTION_KEYS = ['numLayers', 'bias', 'batchFirst', 'dropout', 'bidirectional', ...FACTORY_KEYS];
 
 abstract class RecurrentBase extends Module<any, any> {
   readonly inputSize: number;
@@ -60,6 +68,7 @@ abstract class RecurrentBase extends Module<any, any> {
         got: String(this.dropout),
       });
     }
+    const factory = factoryOf(layer, options);
     const directions = this.bidirectional ? 2 : 1;
     for (let layerIndex = 0; layerIndex < this.numLayers; layerIndex++) {
       for (let direction = 0; direction < directions; direction++) {
@@ -75,7 +84,7 @@ abstract class RecurrentBase extends Module<any, any> {
             [`bias_hh${suffix}`, [gates * hiddenSize]],
           );
         for (const [name, shape] of entries) {
-          const parameter = new Parameter(empty(shape));
+          const parameter = new Parameter(empty(shape, factory));
           this.register(name, parameter);
           this.flatWeights.push(parameter);
         }
@@ -222,16 +231,17 @@ abstract class CellBase extends Module<any, any> {
     gates: number,
     inputSize: number,
     hiddenSize: number,
-    options: { bias?: boolean },
+    options: { bias?: boolean } & FactoryOptions,
   ) {
     super();
-    checkOptions(layer, options, ['bias']);
+    checkOptions(layer, options, ['bias', ...FACTORY_KEYS]);
+    const factory = factoryOf(layer, options);
     this.inputSize = positiveInteger(layer, 'inputSize', inputSize);
     this.hiddenSize = positiveInteger(layer, 'hiddenSize', hiddenSize);
-    this.weight_ih = new Parameter(empty([gates * hiddenSize, inputSize]));
-    this.weight_hh = new Parameter(empty([gates * hiddenSize, hiddenSize]));
-    this.bias_ih = options.bias === false ? null : new Parameter(empty([gates * hiddenSize]));
-    this.bias_hh = options.bias === false ? null : new Parameter(empty([gates * hiddenSize]));
+    this.weight_ih = new Parameter(empty([gates * hiddenSize, inputSize], factory));
+    this.weight_hh = new Parameter(empty([gates * hiddenSize, hiddenSize], factory));
+    this.bias_ih = options.bias === false ? null : new Parameter(empty([gates * hiddenSize], factory));
+    this.bias_hh = options.bias === false ? null : new Parameter(empty([gates * hiddenSize], factory));
     this.resetParameters();
   }
   resetParameters(): void {
@@ -245,7 +255,7 @@ abstract class CellBase extends Module<any, any> {
 
 /** One GRU step. **Shape**: input `(N, H_in)`, hx `(N, H)` → `(N, H)`. PyTorch: `nn.GRUCell(input_size, hidden_size, bias=True)`. */
 export class GRUCell extends CellBase {
-  constructor(inputSize: number, hiddenSize: number, options: { bias?: boolean } = {}) {
+  constructor(inputSize: number, hiddenSize: number, options: { bias?: boolean } & FactoryOptions = {}) {
     super('GRUCell', 3, inputSize, hiddenSize, options);
   }
   forward(input: Tensor, hx?: Tensor): Tensor {
@@ -262,7 +272,7 @@ export class GRUCell extends CellBase {
 
 /** One LSTM step: `{ h, c }`. PyTorch: `nn.LSTMCell(input_size, hidden_size, bias=True)`. */
 export class LSTMCell extends CellBase {
-  constructor(inputSize: number, hiddenSize: number, options: { bias?: boolean } = {}) {
+  constructor(inputSize: number, hiddenSize: number, options: { bias?: boolean } & FactoryOptions = {}) {
     super('LSTMCell', 4, inputSize, hiddenSize, options);
   }
   forward(input: Tensor, state?: [Tensor, Tensor]) {

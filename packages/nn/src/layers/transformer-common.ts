@@ -7,13 +7,14 @@ import {
   invalidArgument,
   isFloatingPoint,
   Tensor,
+  type TensorOptions,
   tidy,
 } from '@flodl/tensor-native';
 import { cloneModule } from '../clone.js';
 import { ModuleList } from '../containers.js';
 import { Module } from '../module.js';
 import { MultiheadAttention } from './attention.js';
-import { checkOptions, positiveInteger } from './common.js';
+import { checkOptions, type FactoryOptions, factoryOf, positiveInteger } from './common.js';
 import { Dropout } from './dropout.js';
 import { Linear } from './linear.js';
 import { LayerNorm } from './normalization.js';
@@ -24,8 +25,8 @@ import { LayerNorm } from './normalization.js';
  */
 export type TransformerActivation = 'relu' | 'gelu' | ((input: Tensor) => Tensor) | Module<[Tensor], Tensor>;
 
-/** Options of `TransformerEncoderLayer` and `TransformerDecoderLayer`. */
-export interface TransformerLayerOptions {
+/** Options of `TransformerEncoderLayer` and `TransformerDecoderLayer` (and PyTorch's factory options `dtype`, `device`). */
+export interface TransformerLayerOptions extends FactoryOptions {
   /** Width of the feed-forward network. Default 2048. */
   dimFeedforward?: number;
   /** Dropout on the attention weights, after each sub-block and inside the feed-forward network. Default 0.1. */
@@ -48,10 +49,14 @@ export const LAYER_OPTION_NAMES = [
   'layerNormEps',
   'batchFirst',
   'normFirst',
+  'dtype',
+  'device',
 ] as const;
 
 /** @internal Validated settings of a transformer layer. */
 export interface LayerSettings {
+  /** Where and as what the layer's parameters are created. */
+  factory: TensorOptions;
   dModel: number;
   nhead: number;
   dimFeedforward: number;
@@ -109,6 +114,7 @@ export function layerSettings(
   if (typeof layerNormEps !== 'number' || !(layerNormEps >= 0) || !Number.isFinite(layerNormEps))
     throw invalidArgument(op, 'layerNormEps', 'a finite number >= 0', layerNormEps);
   return {
+    factory: factoryOf(op, options),
     dModel: model,
     nhead: heads,
     dimFeedforward,
@@ -286,7 +292,7 @@ export abstract class TransformerLayerBase<Inputs extends unknown[]> extends Mod
   ) {
     super();
     const settings = layerSettings(op, dModel, nhead, options);
-    const { dimFeedforward, dropout, layerNormEps, batchFirst } = settings;
+    const { dimFeedforward, dropout, layerNormEps, batchFirst, factory } = settings;
     this.dModel = dModel;
     this.nhead = nhead;
     this.dimFeedforward = dimFeedforward;
@@ -295,13 +301,13 @@ export abstract class TransformerLayerBase<Inputs extends unknown[]> extends Mod
     this._activation = settings.activation;
     // PyTorch's construction order, so the default init draws line up.
     for (const name of attentionNames)
-      this.register(name, new MultiheadAttention(dModel, nhead, { dropout, batchFirst }));
-    this.register('linear1', new Linear(dModel, dimFeedforward));
+      this.register(name, new MultiheadAttention(dModel, nhead, { dropout, batchFirst, ...factory }));
+    this.register('linear1', new Linear(dModel, dimFeedforward, factory));
     this.register('dropout', new Dropout(dropout));
-    this.register('linear2', new Linear(dimFeedforward, dModel));
+    this.register('linear2', new Linear(dimFeedforward, dModel, factory));
     const blocks = attentionNames.length + 1;
     for (let block = 1; block <= blocks; block++)
-      this.register(`norm${block}`, new LayerNorm(dModel, { eps: layerNormEps }));
+      this.register(`norm${block}`, new LayerNorm(dModel, { eps: layerNormEps, ...factory }));
     for (let block = 1; block <= blocks; block++) this.register(`dropout${block}`, new Dropout(dropout));
     if (settings.activation instanceof Module) this.register('activation', settings.activation);
   }

@@ -80,7 +80,10 @@ function stackWithNorm<Layer extends Module<any, any>, Stack>(
   settings: LayerSettings,
   build: (layer: Layer, norm: LayerNorm) => Stack,
 ): Stack {
-  const stack = build(layer, new LayerNorm(settings.dModel, { eps: settings.layerNormEps }));
+  const stack = build(
+    layer,
+    new LayerNorm(settings.dModel, { eps: settings.layerNormEps, ...settings.factory }),
+  );
   const { activation } = settings;
   const callers = new Set(
     activation instanceof Module ? [...activation.parameters(), ...activation.buffers()] : [],

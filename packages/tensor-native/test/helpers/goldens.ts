@@ -6,6 +6,7 @@ import {
   decodeNumber,
   type EncodedNumber,
   expectClose,
+  fixtureData,
   readFixture,
   type Tolerance,
 } from '@flodl/testing';
@@ -81,9 +82,7 @@ export function loadGoldens(): Goldens {
 
 /** Builds a fixture tensor, then applies its view steps. */
 export function makeTensor(fixture: TensorFixture): Tensor {
-  const data =
-    fixture.dtype === 'bool' ? fixture.data.map((value) => value === true) : fixture.data.map(decodeNumber);
-  let tensor = Tensor.from(data, fixture.shape, { dtype: fixture.dtype });
+  let tensor = Tensor.from(fixtureData(fixture), fixture.shape, { dtype: fixture.dtype });
   for (const step of fixture.view ?? []) tensor = applyView(tensor, step);
   return tensor;
 }

@@ -1,0 +1,27 @@
+// libtorch writes its warnings straight to the process's stderr, past vitest; vitest.config.ts
+// raises libtorch's log level so that a green run prints none. The warnings the suite is known to
+// cause are checked here instead, in a fresh process with the default log level.
+import { runIsolated } from '@flodl/testing';
+import { describe, expect, it } from 'vitest';
+
+const PACKAGE = new URL('../dist/index.js', import.meta.url).href;
+const HERE = new URL('.', import.meta.url).pathname;
+
+describe("libtorch's warnings", () => {
+  it("a 'same' convolution with an even kernel warns that it pads a copy of the input", () => {
+    const run = runIsolated(
+      `
+      import { ones } from '@flodl/tensor-native';
+      import { Conv1d } from '${PACKAGE}';
+      const conv = new Conv1d(1, 1, 2, { padding: 'same', bias: false });
+      console.log(conv.forward(ones([1, 1, 5])).shape.join(' '));
+    `,
+      { cwd: HERE },
+    );
+    expect(run.status, run.stderr).toBe(0);
+    expect(run.stdout).toBe('1 1 5\n');
+    expect(run.stderr).toMatch(
+      /Using padding='same' with even kernel lengths and odd dilation may require a zero-padded copy of the input be created/,
+    );
+  });
+});

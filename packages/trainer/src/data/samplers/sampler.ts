@@ -1,4 +1,6 @@
 // What a sampler is, and the epoch plan that distributed training hands each rank.
+
+import type { EpochPlan } from '@flodl/distributed';
 import { FlodlError } from '@flodl/tensor-native';
 import { epochPermutation, type Seed } from '../random.js';
 import { checkNonNegativeInteger, checkPositiveInteger } from '../validate.js';
@@ -17,14 +19,10 @@ export interface Sampler {
 }
 
 /**
- * One rank's share of one epoch: the slice `[partitionOffset, partitionOffset +
- * partitionSize)` of the epoch's global permutation. Consecutive offsets never overlap.
+ * A slice of one epoch's sample permutation (what the coordinator hands a rank): defined once,
+ * by `@flodl/distributed`'s wire protocol, and re-exported here for the data pipeline.
  */
-export interface EpochPlan {
-  readonly epoch: number;
-  readonly partitionOffset: number;
-  readonly partitionSize: number;
-}
+export type { EpochPlan } from '@flodl/distributed';
 
 /**
  * The dataset indices of an {@link EpochPlan}: the plan's slice of

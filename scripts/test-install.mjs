@@ -45,6 +45,15 @@ function log(line) {
 }
 
 /** Runs a command, streaming its output; throws when it fails or runs past `timeoutMs`. */
+/**
+ * This process's environment without what npm injects into `npm run` scripts (`npm_config_*`
+ * and the other `npm_*` variables): `npm_config_userconfig` or `npm_config_registry` from the
+ * caller would override the test registry's settings in the children.
+ */
+function inheritedEnv() {
+  return Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_/i.test(key)));
+}
+
 /** With `quiet`, the output is shown only when the command fails. */
 function run(
   command,
@@ -55,7 +64,7 @@ function run(
   capture ||= quiet;
   const result = spawnSync(command, args, {
     cwd,
-    env: { ...process.env, ...env },
+    env: { ...inheritedEnv(), ...env },
     stdio: capture ? ['ignore', 'pipe', 'pipe'] : 'inherit',
     encoding: 'utf8',
     timeout: timeoutMs,
@@ -81,7 +90,7 @@ function runStreaming(command, args, { cwd, env = {}, timeoutMs }) {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, {
       cwd,
-      env: { ...process.env, ...env },
+      env: { ...inheritedEnv(), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     streaming = child;

@@ -442,13 +442,20 @@ async function main() {
 
   const pnpmProject = userProject('pnpm-project', url);
   // pnpm runs no dependency's build script unless it is allowed (see the tensor-native README).
-  writeFileSync(join(pnpmProject, 'pnpm-workspace.yaml'), "allowBuilds:\n  '@flodl/tensor-native': true\n");
-  const pnpmEnv = { ...userEnv, npm_config_store_dir: join(work, 'pnpm-store') };
+  // A store of its own and no side-effects cache: a build cached by an earlier run of the same
+  // version (same tarball) would otherwise be reused and the install would compile nothing.
+  const storeDir = join(work, 'pnpm-store');
+  const pnpmSettings = `storeDir: ${JSON.stringify(storeDir)}\nsideEffectsCache: false\n`;
+  writeFileSync(
+    join(pnpmProject, 'pnpm-workspace.yaml'),
+    `${pnpmSettings}allowBuilds:\n  '@flodl/tensor-native': true\n`,
+  );
+  const pnpmEnv = { ...userEnv };
   await step('pnpm add @flodl/cooperative in an empty project', async () => {
     const started = Date.now();
     const output = await runStreaming(
       process.execPath,
-      [pnpm, 'add', '@flodl/cooperative', '--reporter=append-only'],
+      [pnpm, 'add', '@flodl/cooperative', '--reporter=append-only', '--store-dir', storeDir],
       {
         cwd: pnpmProject,
         env: pnpmEnv,
@@ -465,12 +472,17 @@ async function main() {
   // Without the allowance pnpm skips the build; the first import must then say what to do.
   const ignoredProject = userProject('pnpm-no-build', url);
   await step('pnpm without allowBuilds: the never-built addon names npm rebuild', () => {
-    const added = spawnSync(process.execPath, [pnpm, 'add', '@flodl/cooperative', '--reporter=append-only'], {
-      cwd: ignoredProject,
-      env: { ...process.env, ...pnpmEnv },
-      encoding: 'utf8',
-      timeout: 5 * MINUTE,
-    });
+    writeFileSync(join(ignoredProject, 'pnpm-workspace.yaml'), pnpmSettings);
+    const added = spawnSync(
+      process.execPath,
+      [pnpm, 'add', '@flodl/cooperative', '--reporter=append-only', '--store-dir', storeDir],
+      {
+        cwd: ignoredProject,
+        env: { ...inheritedEnv(), ...pnpmEnv },
+        encoding: 'utf8',
+        timeout: 5 * MINUTE,
+      },
+    );
     const said = `${added.stdout}${added.stderr}`;
     if (!said.includes('@flodl/tensor-native'))
       throw new Error(`pnpm did not name the ignored build:\n${said}`);

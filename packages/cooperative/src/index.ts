@@ -165,6 +165,7 @@ export {
   exportMetricsCsv,
   type FinishedRecord,
   type FormedRecord,
+  freePortOn,
   type HostRound,
   INTENTS,
   type InstallDeathRecordOptions,

@@ -50,6 +50,7 @@ export {
 export { RankFailedError } from './launcher/rank-failed.js';
 export * from './monitor/index.js';
 export { RankClient, type RankClientOptions, type WaitForOptions } from './rank/client.js';
+export { freePortOn } from './session/rendezvous.js';
 export {
   type AveragedEvent,
   collectiveBackendFor,

@@ -126,6 +126,8 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   readonly #options: RankRuntimeOptions<M>;
   readonly #sampler: PlanSampler;
   readonly #loader: DataLoader;
+  /** The model's parameters, listed once (the step reads them every time). */
+  readonly #parameters: Tensor[];
   #stepsSinceAvg = 0;
   #plans: EpochPlan[] = [];
   #inbox: CoordinatorMessage[] = [];
@@ -156,6 +158,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
     this.rank = options.rank ?? 0;
     this.worldSize = options.worldSize ?? 1;
     this.session = options.session;
+    this.#parameters = options.model.parameters();
     this.#sampler = new PlanSampler(options.dataset.length);
     this.#loader = new DataLoader(options.dataset, {
       batchSize: options.batchSize,
@@ -260,7 +263,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
     this.#checkLive('optimizerStepAndBookkeep');
     const { maxGradNorm, scheduler } = this.#options;
     if (maxGradNorm !== undefined) {
-      const withGrad = this.model.parameters().filter((parameter) => parameter.grad !== undefined);
+      const withGrad = this.#parameters.filter((parameter) => parameter.grad !== undefined);
       if (withGrad.length > 0) clipGradNorm(withGrad, maxGradNorm);
     }
     if (scheduler !== undefined) {
@@ -667,7 +670,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   #paramNorm(): number {
     return tidy(() => {
       let sum = 0;
-      for (const parameter of this.model.parameters()) {
+      for (const parameter of this.#parameters) {
         sum += parameter.detach().to('float64').pow(2).sum().item() as number;
       }
       return Math.sqrt(sum);

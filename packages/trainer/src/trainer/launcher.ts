@@ -3,12 +3,12 @@
 // script; `join()` resolves with the run's final consensus parameters.
 
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   CoordinatorHost,
   type CoordinatorNotice,
+  freePortOn,
   isCollectiveMode,
   launch,
   PROCESS_GROUP_PORT_ENV,
@@ -74,7 +74,9 @@ export async function runLauncher<M extends AnyModule>(
       device: allCuda ? 'cuda' : 'cpu',
       env: {
         [TRAINER_DEVICES_ENV]: options.devices.join(','),
-        ...(isCollectiveMode(options.mode) ? { [PROCESS_GROUP_PORT_ENV]: String(await freePort()) } : {}),
+        ...(isCollectiveMode(options.mode)
+          ? { [PROCESS_GROUP_PORT_ENV]: String(await freePortOn('127.0.0.1')) }
+          : {}),
       },
       recordDir,
       prefixOutput: true,
@@ -168,16 +170,4 @@ function nodeArgsWithoutLoader(execArgv: readonly string[]): string[] {
     kept.push(flag);
   }
   return kept;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }

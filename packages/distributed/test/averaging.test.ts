@@ -12,6 +12,9 @@ import {
   windowMass,
   writeFloats,
 } from '../src/averaging/index.js';
+import { foldRound } from '../src/host/host-reduce.js';
+import type { ReceivedContribution } from '../src/wire/data-channel.js';
+import type { ControlServer } from '../src/wire/server.js';
 
 const host = (name: string, values: number[], mass = 0): HostTensor => ({
   name,
@@ -120,11 +123,68 @@ describe('mass-law averaging', () => {
     expect(Array.from(new Float32Array(toBytes(scaled!).slice().buffer))).toEqual(
       original.map((v) => Math.fround(v * 3)),
     );
-    applyConsensus(model, [{ ...host('p:weight', [1, 2]), shape: [1, 2] }]);
+    applyConsensus(model, [{ ...host('p:weight', [1, 2], 2), shape: [1, 2] }]);
     expect(Array.from(new Float32Array(toBytes(weight).slice().buffer))).toEqual([1, 2]);
-    applyConsensus(model, [{ ...host('p:weight', [3, -2]), shape: [1, 2] }], { easgdAlpha: 0.25 });
+    applyConsensus(model, [{ ...host('p:weight', [3, -2], 2), shape: [1, 2] }], { easgdAlpha: 0.25 });
+    expect(Array.from(new Float32Array(toBytes(weight).slice().buffer))).toEqual([1.5, 1]);
+    // An entry nobody weighted (mass 0) leaves the tensor as it is, in both forms.
+    applyConsensus(model, [{ ...host('p:weight', [9, 9]), shape: [1, 2] }]);
+    applyConsensus(model, [{ ...host('p:weight', [9, 9]), shape: [1, 2] }], { easgdAlpha: 0.25 });
     expect(Array.from(new Float32Array(toBytes(weight).slice().buffer))).toEqual([1.5, 1]);
     expect(() => applyConsensus(model, [host('p:nope', [1])])).toThrow(/p:nope/);
     expect(fromBytes(writeFloats('float32', [1]), [1], 'float32').item()).toBe(1);
+  });
+});
+
+describe('the host reduce of one round', () => {
+  // foldRound reads the server only to lend the folded buffers back to each data channel.
+  const server = { dataChannelOf: () => undefined } as unknown as ControlServer;
+  const contribution = (version: number, mass: number, weight: number[]): ReceivedContribution =>
+    ({
+      version,
+      tensors: [
+        {
+          ...host(
+            'p:weight',
+            weight.map((value) => value * mass),
+            mass,
+          ),
+          index: 0,
+          tensorCount: 2,
+        },
+        { ...host('p:bias', [mass * 0.5], mass), index: 1, tensorCount: 2 },
+      ],
+    }) as unknown as ReceivedContribution;
+
+  it('divides the summed contributions once by the summed mass of the accepted ranks', () => {
+    const received = new Map([
+      [0, contribution(4, 1, [1, 2])],
+      [1, contribution(4, 3, [5, 6])],
+    ]);
+    const round = foldRound('test', server, 4, [0, 1], received);
+    expect(round.masses).toEqual({ 0: 1, 1: 3 });
+    expect(round.totalMass).toBe(4);
+    expect(values(round.consensus.find((tensor) => tensor.name === 'p:weight'))).toEqual([4, 5]);
+  });
+
+  it('a round nobody trained in (every mass 0) yields one mass-0 tensor that leaves the model as it is', () => {
+    const received = new Map([
+      [0, contribution(7, 0, [1, 2])],
+      [1, contribution(7, 0, [5, 6])],
+    ]);
+    const round = foldRound('test', server, 7, [0, 1], received);
+    expect(round.totalMass).toBe(0);
+    expect(round.consensus.map((tensor) => [tensor.name, tensor.mass])).toEqual([['p:bias', 0]]);
+    manualSeed(3);
+    const model = new Linear(2, 1);
+    const before = toBytes(model.bias!).slice();
+    applyConsensus(model, round.consensus);
+    expect(toBytes(model.bias!)).toEqual(before);
+  });
+
+  it('rejects a contribution of another round and an empty accepted set', () => {
+    const received = new Map([[0, contribution(2, 1, [1, 2])]]);
+    expect(() => foldRound('test', server, 3, [0], received)).toThrow(/rank 0 sent round 2 for round 3/);
+    expect(() => foldRound('test', server, 3, [], received)).toThrow(/accepted/);
   });
 });

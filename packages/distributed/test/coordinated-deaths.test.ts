@@ -32,7 +32,11 @@ interface Death {
   atRound?: number;
 }
 
-function run(mode: LaunchMode, die: Death, extra: { nproc?: number; elastic?: boolean } = {}) {
+function run(
+  mode: LaunchMode,
+  die: Death,
+  extra: { nproc?: number; elastic?: boolean; stepDelayMs?: number[] } = {},
+) {
   return runCoordinated({
     mode,
     workerUrl: workerUrl(),
@@ -41,7 +45,7 @@ function run(mode: LaunchMode, die: Death, extra: { nproc?: number; elastic?: bo
     numEpochs: NUM_EPOCHS,
     elastic: extra.elastic ?? true,
     ...(extra.nproc ? { nproc: extra.nproc } : {}),
-    rank: { die },
+    rank: { die, ...(extra.stepDelayMs ? { stepDelayMs: extra.stepDelayMs } : {}) },
   });
 }
 
@@ -82,6 +86,11 @@ function checkSurvivors(mode: LaunchMode, result: CoordinatedRun, dead: number):
     // The mass law over exactly the survivors: Σ f32(m·W) / Σ m.
     const total = rounds.reduce((sum, round) => sum + round.mass, 0);
     for (const round of rounds) expect(round.totalMass).toBe(total);
+    if (total === 0) {
+      // No survivor stepped in this window: nothing to average, each keeps its parameters.
+      for (const round of rounds) expect(round.post).toEqual(round.pre);
+      continue;
+    }
     const expected = massLawAverage(rounds);
     if (mode.startsWith('Cpu')) expect(rounds[0]!.consensus).toEqual(expected);
     else for (const [i, value] of rounds[0]!.post.entries()) expect(value).toBeCloseTo(expected[i]!, 5);
@@ -107,6 +116,19 @@ function checkSurvivors(mode: LaunchMode, result: CoordinatedRun, dead: number):
   return records;
 }
 
+/**
+ * Sync's whole partitions: what the dead rank had not run of its epoch-0 partition (192
+ * samples, less the batches it reported) went to the survivors, exactly; returns that count.
+ */
+function checkExtension(result: CoordinatedRun, records: RankRecord[]): number {
+  const death = result.host.coordinator.deathRecords()[0]!;
+  const extended = records.flatMap((record) => record.extended);
+  expect(extended.every((plan) => plan.epoch === 0)).toBe(true);
+  const leftover = TOTAL_SAMPLES / 3 - BATCH_SIZE * (death.lastStepCount ?? 0);
+  expect(extended.reduce((sum, plan) => sum + plan.partitionSize, 0)).toBe(leftover);
+  return leftover;
+}
+
 describe('host modes: a rank dies, the survivors finish (elastic)', () => {
   it('CpuSync: rank 2 exits non-zero when round 3 asks for its state; round 3 completes with ranks 0 and 1', async () => {
     const result = await run('CpuSync', { rank: 2, how: 'exit', atRound: 3 });
@@ -118,9 +140,27 @@ describe('host modes: a rank dies, the survivors finish (elastic)', () => {
     expect(round.dropped).toEqual([2]);
     expect(round.totalMass).toBe(round.masses![0]! + round.masses![1]!);
     const survivorRounds = records.map((record) => record.rounds.find((entry) => entry.version === 3)!);
-    expect(survivorRounds[0]!.consensus).toEqual(massLawAverage(survivorRounds));
-    // Full partitions (Sync): the dead rank's unprocessed samples went to the survivors.
-    expect(records.flatMap((record) => record.extended).length).toBeGreaterThan(0);
+    if ((round.totalMass ?? 0) > 0) expect(survivorRounds[0]!.consensus).toEqual(massLawAverage(survivorRounds));
+    else for (const survivor of survivorRounds) expect(survivor.post).toEqual(survivor.pre);
+    // Full partitions (Sync): the dead rank's unprocessed samples (if it had not finished its
+    // partition when round 3 asked) went to the survivors.
+    checkExtension(result, records);
+    expect(result.elapsedMs).toBeLessThan(20_000);
+  }, 30_000);
+
+  it('CpuSync: the slow rank 2 dies in round 3 with batches left; round 3 may have had no survivor step', async () => {
+    // Rank 2 steps 30× slower: the survivors finish their epoch-0 partitions early and wait, so
+    // round 3 can find them with no step since round 2 (no mass: nothing to average, each
+    // keeps its parameters), and rank 2 certainly dies inside its partition.
+    const result = await run('CpuSync', { rank: 2, how: 'exit', atRound: 3 }, { stepDelayMs: [2, 2, 60] });
+    const records = checkSurvivors('CpuSync', result, 2);
+    const round = result.host.rounds.find((entry) => entry.version === 3)!;
+    expect(round.accepted).toEqual([0, 1]);
+    expect(round.dropped).toEqual([2]);
+    const survivorRounds = records.map((record) => record.rounds.find((entry) => entry.version === 3)!);
+    for (const survivor of survivorRounds)
+      expect(survivor.post).toEqual((round.totalMass ?? 0) === 0 ? survivor.pre : survivorRounds[0]!.post);
+    expect(checkExtension(result, records)).toBeGreaterThan(0);
     expect(result.elapsedMs).toBeLessThan(20_000);
   }, 30_000);
 

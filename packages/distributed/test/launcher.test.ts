@@ -61,11 +61,11 @@ describe('launch', () => {
   });
 
   it('names the earliest of two failures as the root cause', async () => {
-    // Rank 2 fails first; rank 0 ignores SIGTERM (busy) and fails on its own within the grace period.
+    // Rank 2 fails first (once rank 0 is set up); rank 0, told to stop, fails within the grace period.
     const scenario = {
-      0: { action: 'throw', afterMs: 900, ignoreTerm: true },
+      0: { action: 'hang', throwOnTerm: true },
       1: { action: 'hang' },
-      2: { action: 'throw', afterMs: 300 },
+      2: { action: 'throw', afterMs: 100, waitFor: [0] },
     };
     const error = await failure(
       launch({

@@ -184,7 +184,8 @@ export interface ApplyConsensusOptions {
 
 /**
  * Applies a consensus (from the host root) to `model`: parameters are overwritten, or blended
- * with EASGD (`W := (1 − α)·W + α·W_avg`); float buffers are overwritten. Each value is
+ * with EASGD (`W := (1 − α)·W + α·W_avg`); float buffers are overwritten; an entry of mass 0
+ * (nobody weighted it) leaves its tensor as it is. Each value is
  * copied to its tensor's own device once and cast to its dtype there; the update is in place
  * and not recorded by autograd. Names the model lacks are an error.
  *
@@ -206,6 +207,8 @@ export function applyConsensus(
     tidy(() => {
       for (const entry of consensus) {
         const target = targets.get(entry.name);
+        // Nobody weighted it (a round no rank trained in): the rank keeps its own values.
+        if (target && entry.mass === 0) continue;
         if (!target || target.shape.join(',') !== entry.shape.join(',')) {
           throw invalidArgument(
             'applyConsensus',

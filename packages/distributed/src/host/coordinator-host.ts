@@ -380,7 +380,8 @@ export class CoordinatorHost {
     // dying now is the coordinator's to declare (its Update is never sent).
     await sendConsensus(this.server, accepted, reduce.version, consensus);
     if (this.#reduce === reduce) this.#reduce = undefined;
-    this.lastConsensus = consensus;
+    // A round nobody trained in leaves the replicas, and so the last consensus, as they were.
+    if (totalMass > 0) this.lastConsensus = consensus;
     if (reduce.abandoned) return;
     const round: HostRound = {
       version: reduce.version,

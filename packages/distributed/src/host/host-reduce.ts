@@ -1,7 +1,7 @@
 // The host modes' reduce at the launcher, shared by every host: fold the ranks' mass-scaled
 // contributions (the mass law: one division by the summed mass of exactly the accepted ones),
 // hand their buffers back for the next round, and ship the consensus on the data channels.
-import { FlodlError } from '@flodl/tensor-native';
+import { FlodlError, invalidArgument } from '@flodl/tensor-native';
 import { type HostTensor, MassAccumulator } from '../averaging/host.js';
 import type { ReceivedContribution } from '../wire/data-channel.js';
 import type { ControlServer } from '../wire/server.js';
@@ -19,8 +19,12 @@ export interface FoldedRound {
  * Folds the contributions of `accepted` (in that order) into the consensus of round
  * `version`, then lends their buffers back to each rank's data channel.
  *
- * @throws FlodlError ERR_WIRE for a contribution of another round, ERR_RANK_FAILED when no
- *   contribution had mass
+ * A round in which no accepted rank trained (every mass 0: the only rank that stepped died
+ * while the round was in flight) has nothing to average: its consensus is one tensor of mass
+ * 0, which ranks apply as "keep your parameters" (as a collective round of total mass 0 does).
+ *
+ * @throws FlodlError ERR_WIRE for a contribution of another round, ERR_INVALID_ARGUMENT for
+ *   an empty accepted set
  */
 export function foldRound(
   op: string,
@@ -47,15 +51,27 @@ export function foldRound(
     root.add(rank, contribution.tensors);
     masses[rank] = contribution.tensors.find((tensor) => tensor.name.startsWith('p:'))?.mass ?? 0;
   }
-  const consensus = root.average();
+  if (accepted.length === 0) throw invalidArgument(op, 'accepted', 'at least one rank', accepted);
+  const average = root.average();
+  const consensus = average.length > 0 ? average : [untrainedMarker(received.get(accepted[0]!)!)];
   // Folded: the contributions' buffers receive the next round's (no fresh memory per round).
   for (const rank of accepted)
     server.dataChannelOf(rank)?.recycle((received.get(rank) as ReceivedContribution).tensors);
-  if (consensus.length === 0) {
-    throw new FlodlError('ERR_RANK_FAILED', `round ${version}: no contribution had mass`, { op });
-  }
   const totalMass = Object.values(masses).reduce((sum, mass) => sum + mass, 0);
   return { consensus, masses, totalMass };
+}
+
+/**
+ * The consensus of a round nobody trained in: the contribution's smallest tensor with mass 0
+ * (zeros of its own size, not its buffer, which is lent back), left out of the model by
+ * `applyConsensus`.
+ */
+function untrainedMarker(contribution: ReceivedContribution): HostTensor {
+  const smallest = contribution.tensors.reduce((best, tensor) =>
+    tensor.bytes.byteLength < best.bytes.byteLength ? tensor : best,
+  );
+  const { name, dtype, shape } = smallest;
+  return { name, dtype, shape, mass: 0, bytes: new Uint8Array(smallest.bytes.byteLength) };
 }
 
 /** Ships `consensus` to each of `ranks` on its data channel (a rank that dies meanwhile is skipped). */

@@ -140,7 +140,8 @@ describe('host modes: a rank dies, the survivors finish (elastic)', () => {
     expect(round.dropped).toEqual([2]);
     expect(round.totalMass).toBe(round.masses![0]! + round.masses![1]!);
     const survivorRounds = records.map((record) => record.rounds.find((entry) => entry.version === 3)!);
-    if ((round.totalMass ?? 0) > 0) expect(survivorRounds[0]!.consensus).toEqual(massLawAverage(survivorRounds));
+    if ((round.totalMass ?? 0) > 0)
+      expect(survivorRounds[0]!.consensus).toEqual(massLawAverage(survivorRounds));
     else for (const survivor of survivorRounds) expect(survivor.post).toEqual(survivor.pre);
     // Full partitions (Sync): the dead rank's unprocessed samples (if it had not finished its
     // partition when round 3 asked) went to the survivors.

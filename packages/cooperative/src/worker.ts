@@ -77,6 +77,7 @@ export class Worker<M extends AnyModule = AnyModule> {
 
   /** The rank's model (train your forward on it). */
   get model(): M {
+    this.#checkOpen('model');
     return this.#runtime.model;
   }
 
@@ -174,8 +175,9 @@ export class Worker<M extends AnyModule = AnyModule> {
 
   /**
    * Ends this rank's part: closes a plan in flight and returns the final state (CPU tensors,
-   * parameter order). On a cluster it says Exiting to the coordinator; the process is then
-   * done with the run. Idempotent.
+   * parameter order, owned by the caller). The run's own model and optimizer are freed (as the
+   * managed Trainer frees them): from here on, use the returned state. On a cluster it says
+   * Exiting to the coordinator; the process is then done with the run. Idempotent.
    */
   finish(): Promise<TrainedState> {
     this.#finishing ??= (async () => {

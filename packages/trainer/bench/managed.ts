@@ -4,13 +4,14 @@
 // backward, step) and once by `Trainer.builder(...).run()`, alternating, `--rounds` times.
 // Prints the samples/s of each (median and best), the ratio managed / hand-written, and JSON.
 //
-//   node --import tsx bench/managed.ts [--samples 12800] [--rounds 5] [--threads N] [--json out.json]
+//   node --import tsx bench/managed.ts [--samples 12800] [--rounds 5] [--threads N] [--device cpu|cuda]
+//     [--root DIR] [--split train|test] [--json out.json]
 import { writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { crossEntropy } from '@flodl/autograd';
 import { Adam, Flatten, Linear, ReLU, Sequential } from '@flodl/nn';
-import { manualSeed, setNumThreads, tidy } from '@flodl/tensor-native';
+import { cuda, type Device, manualSeed, setNumThreads, tidy } from '@flodl/tensor-native';
 import { type BatchDataset, DataLoader, FashionMnist } from '../src/data/index.js';
 import { Trainer } from '../src/index.js';
 
@@ -19,14 +20,29 @@ const { values: args } = parseArgs({
     samples: { type: 'string', default: '12800' },
     rounds: { type: 'string', default: '5' },
     threads: { type: 'string', default: String(availableParallelism()) },
+    device: { type: 'string', default: 'cpu' },
     json: { type: 'string' },
     root: { type: 'string', default: FashionMnist.DEFAULT_ROOT },
+    split: { type: 'string', default: 'train' },
   },
 });
 const batchSize = 128;
+if (args.device !== 'cpu' && args.device !== 'cuda') {
+  console.error(`--device must be cpu or cuda, got ${args.device}`);
+  process.exit(2);
+}
+if (args.device === 'cuda' && !cuda.isAvailable()) {
+  console.error('--device cuda: no CUDA device is visible');
+  process.exit(2);
+}
+const device: Device = args.device;
 const rounds = Number(args.rounds);
 setNumThreads(Number(args.threads));
-const train = new FashionMnist({ root: args.root, split: 'train', normalize: true });
+if (args.split !== 'train' && args.split !== 'test') {
+  console.error(`--split must be train or test, got ${args.split}`);
+  process.exit(2);
+}
+const train = new FashionMnist({ root: args.root, split: args.split, normalize: true });
 const samples = Math.min(Number(args.samples), train.length);
 const data: BatchDataset = {
   length: samples,
@@ -46,9 +62,9 @@ const model = () =>
 /** One epoch by hand; samples per second. */
 function handWritten(): number {
   manualSeed(42);
-  const net = model();
+  const net = model().to(device);
   const optimizer = new Adam(net.parameters(), { lr: 1e-3 });
-  const loader = new DataLoader(data, { batchSize, seed: 42 });
+  const loader = new DataLoader(data, { batchSize, seed: 42, device });
   const started = performance.now();
   let trained = 0;
   for (const batch of loader.epoch(0)) {
@@ -80,7 +96,7 @@ async function managed(): Promise<number> {
     .dataset(data)
     .batchSize(batchSize)
     .numEpochs(1)
-    .devices(['cpu'])
+    .devices([device])
     .run();
   const state = await handle.join();
   const rate = (Math.floor(samples / batchSize) * batchSize) / ((performance.now() - started) / 1000);
@@ -105,7 +121,7 @@ for (let round = 0; round < rounds; round++) {
 const median = (values: number[]) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
 const result = {
-  machine: `${availableParallelism()} cores, ${args.threads} threads`,
+  machine: `${availableParallelism()} cores, ${args.threads} threads, ${device}`,
   samples,
   rounds,
   handWritten: { median: median(hand), best: Math.max(...hand) },

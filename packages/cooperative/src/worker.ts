@@ -163,8 +163,10 @@ export class Worker<M extends AnyModule = AnyModule> {
         got: loss === null ? 'null' : typeof loss,
       });
     }
-    const value = loss.item() as number;
+    // The step is queued before the loss is read: on a GPU the read waits for the step's
+    // kernels instead of holding them back.
     tidy(() => this.#runtime.optimizerStepAndBookkeep());
+    const value = loss.item() as number;
     const ms = performance.now() - this.#computeStart;
     this.#computeStart = undefined;
     this.#releaseBatch();

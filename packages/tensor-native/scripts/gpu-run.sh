@@ -62,7 +62,7 @@ for phase in "${phases[@]}"; do
     managed)
       if [ -d .device/fashion-mnist ]; then
         (cd packages/trainer && node --expose-gc --import tsx bench/managed.ts --device cuda \
-          --root "$root/.device/fashion-mnist" --split test --samples 9984 --rounds 5) 2>&1 | log managed || status=1
+          --root "$root/.device/fashion-mnist" --split test --samples 9984 --epochs 3 --rounds 5) 2>&1 | log managed || status=1
       else echo "managed skipped: no .device/fashion-mnist (gpu-pack.sh copies it from Debian's dataset-fashion-mnist)"; fi ;;
     *) echo "unknown phase $phase"; status=2 ;;
   esac

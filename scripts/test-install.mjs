@@ -4,8 +4,9 @@
 //   2. a verdaccio registry on 127.0.0.1 (installed into .tools/verdaccio on first use)
 //   3. the release flow on a copy of the repo: `changeset version`, then `changeset publish`
 //      (pnpm publish: internal `workspace:` ranges become the released versions)
-//   4. in fresh empty folders, `npm install @flodl/cooperative` and `pnpm add @flodl/cooperative`
-//      (each builds the addon from source), then a training script in ESM and in CommonJS,
+//   4. in fresh empty folders, `npm install @flodl/cooperative`, `pnpm add @flodl/cooperative` and
+//      `yarn add @flodl/cooperative` (yarn 1, installed into .tools/yarn on first use; each builds
+//      the addon from source), then a training script in ESM and in CommonJS,
 //      `npx flodl --help` and a two-rank `npx flodl launch`; in the npm project `tsc --noEmit`
 //      on a TypeScript script under node16 and bundler resolution
 // Every step is bounded; the registry is stopped by its PID and the temporary folders are
@@ -32,6 +33,7 @@ import { ensurePnpm } from './pnpm.mjs';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const fixtures = join(root, 'scripts', 'install-test');
 const VERDACCIO = '6.8.0';
+const YARN = '1.22.22';
 const MINUTE = 60_000;
 const work = mkdtempSync(join(tmpdir(), 'flodl-install-'));
 let registry; // the verdaccio child process
@@ -171,20 +173,26 @@ function publicPackages() {
     .filter(({ manifest }) => !manifest.private);
 }
 
-function ensureVerdaccio() {
-  const dir = join(root, '.tools', 'verdaccio');
-  const bin = join(dir, 'node_modules', 'verdaccio', 'bin', 'verdaccio');
-  const installed = join(dir, 'node_modules', 'verdaccio', 'package.json');
-  if (existsSync(installed) && JSON.parse(readFileSync(installed, 'utf8')).version === VERDACCIO) return bin;
+/**
+ * `name@version` installed into .tools/<name> on first use (the repo's own dependencies stay
+ * out of it); the path of its `bin` file.
+ */
+function ensureTool(name, version, bin, overrides) {
+  const dir = join(root, '.tools', name);
+  const installed = join(dir, 'node_modules', name, 'package.json');
+  const path = join(dir, 'node_modules', name, bin);
+  if (existsSync(installed) && JSON.parse(readFileSync(installed, 'utf8')).version === version) return path;
   mkdirSync(dir, { recursive: true });
-  // verdaccio 6.8.0 runs on Node 20 with node-fetch 2.7.0 (later verdaccio releases want Node 22).
-  writeFileSync(
-    join(dir, 'package.json'),
-    `${JSON.stringify({ private: true, dependencies: { verdaccio: VERDACCIO }, overrides: { 'node-fetch': '2.7.0' } }, null, 2)}\n`,
-  );
+  const manifest = { private: true, dependencies: { [name]: version }, ...(overrides ? { overrides } : {}) };
+  writeFileSync(join(dir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
   run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir });
-  return bin;
+  return path;
 }
+
+// verdaccio 6.8.0 runs on Node 20 with node-fetch 2.7.0 (later verdaccio releases want Node 22).
+const ensureVerdaccio = () => ensureTool('verdaccio', VERDACCIO, 'bin/verdaccio', { 'node-fetch': '2.7.0' });
+/** yarn 1 (classic: what `npm install -g yarn` gives). */
+const ensureYarn = () => ensureTool('yarn', YARN, 'bin/yarn.js');
 
 async function startRegistry(port) {
   const bin = ensureVerdaccio();
@@ -467,6 +475,25 @@ async function main() {
   });
   await step('pnpm project: ESM and CommonJS training, npx flodl --help and launch', () =>
     runUserScripts(pnpmProject, pnpmEnv),
+  );
+
+  // yarn 1 runs dependency build scripts by default and reads the project's .npmrc for the
+  // @flodl registry; it shows a script's output only with --verbose.
+  const yarn = ensureYarn();
+  const yarnProject = userProject('yarn-project', url);
+  const yarnEnv = { ...userEnv, YARN_CACHE_FOLDER: join(work, 'yarn-cache') };
+  await step(`yarn ${YARN}: yarn add @flodl/cooperative in an empty project`, async () => {
+    const started = Date.now();
+    const output = await runStreaming(
+      process.execPath,
+      [yarn, 'add', '@flodl/cooperative', '--non-interactive', '--no-progress', '--verbose'],
+      { cwd: yarnProject, env: yarnEnv, timeoutMs: 20 * MINUTE },
+    );
+    const build = checkBuildProgress(output);
+    return `install ${seconds(started)}, of which the addon build ${build}`;
+  });
+  await step('yarn project: ESM and CommonJS training, npx flodl --help and launch', () =>
+    runUserScripts(yarnProject, yarnEnv),
   );
 
   // Without the allowance pnpm skips the build; the first import must then say what to do.

@@ -213,6 +213,23 @@ describe('Trainer on one device', () => {
     await expect(handle.join()).rejects.toThrow('trainStep threw at epoch 0, batch 0: boom');
   });
 
+  it('a FlodlError from trainStep keeps its code, with where it threw and the original as cause', async () => {
+    const handle = Trainer.builder(
+      () => mlp(),
+      (params) => new SGD(params, { lr: 0.1 }),
+      (model, batch) => mseLoss(model.forward(batch.at(0).narrow(1, 0, 3)), batch.at(1)),
+    )
+      .dataset(regression(16))
+      .batchSize(4)
+      .numEpochs(1)
+      .devices([testDevice as Device])
+      .run();
+    const error = await handle.join().catch((caught: unknown) => caught);
+    expect(FlodlError.isInstance(error) && error.code).toBe('ERR_SHAPE');
+    expect((error as Error).message).toMatch(/^trainStep threw at epoch 0, batch 0: linear: /);
+    expect(FlodlError.isInstance((error as Error).cause)).toBe(true);
+  });
+
   it('leaks no tensors across a run', async () => {
     const data = regression(64);
     const run = async () => {

@@ -361,10 +361,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       try {
         output = trainStep(this.model, batch);
       } catch (error) {
-        throw new Error(
-          `trainStep threw at epoch ${where.epoch}, batch ${where.batch}: ${error instanceof Error ? error.message : String(error)}`,
-          { cause: error },
-        );
+        throw whereTrainStepThrew(error, where);
       }
       const loss = checkLoss(output);
       loss.backward();
@@ -693,6 +690,17 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       throw new FlodlError('ERR_DISPOSED', 'the rank runtime was disposed', { op: `${OP}.${method}` });
     }
   }
+}
+
+/**
+ * The error of a throwing `trainStep`, naming where it threw: a FlodlError (a wrong shape, a
+ * tensor on another device) keeps its code; the user's own error stays a plain Error. The
+ * original is the `cause` either way.
+ */
+function whereTrainStepThrew(error: unknown, where: { epoch: number; batch: number }): Error {
+  const message = `trainStep threw at epoch ${where.epoch}, batch ${where.batch}: ${error instanceof Error ? error.message : String(error)}`;
+  if (FlodlError.isInstance(error)) return new FlodlError(error.code, message, { cause: error });
+  return new Error(message, { cause: error });
 }
 
 function checkLoss(output: unknown): Tensor {

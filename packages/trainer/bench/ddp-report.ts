@@ -55,8 +55,17 @@ export function assess(run: RunResult, alone: RunResult): Assessed {
           `${run.rounds} averaging rounds, ${(run.averagingMs / 1000).toFixed(2)} s from round start to done ` +
             `(${((run.averagingMs / run.trainMs) * 100).toFixed(1)}% of training time); ` +
             `rank start-up and shutdown ${((run.wallMs - run.trainMs) / 1000).toFixed(1)} s`,
+          `shares by epoch: ${epochShares(run.epochShares)}`,
         ];
   return { ...run, ratio, ratioWall, ideal, efficiency: ratio / ideal, accuracyDelta, met, timeWent };
+}
+
+/** `50/50, 64/36, …` (the first five epochs and the last). */
+function epochShares(shares: number[][]): string {
+  const shown = shares.length > 6 ? [...shares.slice(0, 5), shares.at(-1) as number[]] : shares;
+  const text = shown.map((epoch) => epoch.map((share) => (share * 100).toFixed(0)).join('/'));
+  if (shares.length > 6) text.splice(5, 0, '…');
+  return text.join(', ');
 }
 
 interface Report {

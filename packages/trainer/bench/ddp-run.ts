@@ -72,6 +72,8 @@ export interface RunResult {
   /** Σ over rounds of round-start to round-done, as the launcher saw them. */
   averagingMs: number;
   perRank: RankPart[];
+  /** Each epoch's share of its samples, by rank (how the partition followed the measured speeds). */
+  epochShares: number[][];
 }
 
 /** Fashion-MNIST classifiers (the same as apps/examples/fashion-mnist/models.ts). */
@@ -248,6 +250,10 @@ export async function runConfig(config: RunConfig): Promise<void> {
     finalTrainLoss: metrics.at(-1)?.avgLoss ?? Number.NaN,
     ...averagingRounds(config.log),
     perRank: rankParts(config, speeds, metrics),
+    epochShares: metrics.map((m) => {
+      const total = m.perRankSamples.reduce((a, b) => a + b, 0);
+      return m.perRankSamples.map((count) => (total > 0 ? count / total : 0));
+    }),
   };
   writeFileSync(config.out, `${JSON.stringify(result)}\n`);
   model.dispose();

@@ -72,10 +72,10 @@ for phase in "${phases[@]}"; do
       if [ -d .device/fashion-mnist ]; then
         (cd packages/trainer && for speeds in 1,1 1,0.5; do
           node --expose-gc --import tsx bench/ddp.ts --model mlp --speeds "$speeds" \
-            --root "$root/.device/fashion-mnist" --split test --samples 8000 --epochs 40 \
+            --root "$root/.device/fashion-mnist" --split test --samples 8000 --epochs 20 \
             ${OUT:+--json "$OUT/ddp-mlp-${speeds/,/_}.json"} &&
             node --expose-gc --import tsx bench/ddp.ts --model cnn --speeds "$speeds" \
-              --root "$root/.device/fashion-mnist" --split test --samples 8000 --epochs 10 \
+              --root "$root/.device/fashion-mnist" --split test --samples 8000 --epochs 8 \
               ${OUT:+--json "$OUT/ddp-cnn-${speeds/,/_}.json"} || exit 1
         done) 2>&1 | log ddp || status=1
       else echo "ddp skipped: no .device/fashion-mnist (gpu-pack.sh copies it from Debian's dataset-fashion-mnist)"; fi ;;

@@ -7,11 +7,12 @@
 import { writeFileSync } from 'node:fs';
 import { crossEntropy, noGrad } from '@flodl/autograd';
 import { type EpochMetrics, type LaunchMode, readMetricsLog } from '@flodl/distributed';
-import { Adam, Conv2d, Flatten, Linear, MaxPool2d, ReLU, Sequential } from '@flodl/nn';
+import { Adam, type Sequential } from '@flodl/nn';
 import { type Device, setNumThreads, tidy } from '@flodl/tensor-native';
 import { type BatchDataset, FashionMnist } from '../src/data/index.js';
 import { recordScalar, Trainer } from '../src/index.js';
 import { Pacer } from './ddp-pace.js';
+import { cnn, mlp } from './fashion-models.js';
 
 /** What one child process runs. */
 export interface RunConfig {
@@ -76,30 +77,8 @@ export interface RunResult {
   epochShares: number[][];
 }
 
-/** Fashion-MNIST classifiers (the same as apps/examples/fashion-mnist/models.ts). */
 function buildModel(model: RunConfig['model']): Sequential {
-  if (model === 'mlp') {
-    return new Sequential(
-      new Flatten(),
-      new Linear(784, 256),
-      new ReLU(),
-      new Linear(256, 256),
-      new ReLU(),
-      new Linear(256, 10),
-    );
-  }
-  return new Sequential(
-    new Conv2d(1, 16, 3, { padding: 1 }),
-    new ReLU(),
-    new MaxPool2d(2),
-    new Conv2d(16, 32, 3, { padding: 1 }),
-    new ReLU(),
-    new MaxPool2d(2),
-    new Flatten(),
-    new Linear(32 * 7 * 7, 128),
-    new ReLU(),
-    new Linear(128, 10),
-  );
+  return model === 'mlp' ? mlp() : cnn();
 }
 
 function range(start: number, end: number): number[] {

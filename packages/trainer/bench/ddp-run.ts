@@ -7,11 +7,11 @@
 import { writeFileSync } from 'node:fs';
 import { crossEntropy, noGrad } from '@flodl/autograd';
 import { type EpochMetrics, type LaunchMode, readMetricsLog } from '@flodl/distributed';
-import { Adam, type Sequential } from '@flodl/nn';
+import type { Sequential } from '@flodl/nn';
 import { type Device, setNumThreads, tidy } from '@flodl/tensor-native';
 import { type BatchDataset, FashionMnist } from '../src/data/index.js';
 import { recordScalar, Trainer } from '../src/index.js';
-import { Pacer } from './ddp-pace.js';
+import { PacedAdam, Pacer } from './ddp-pace.js';
 import { cnn, mlp } from './fashion-models.js';
 
 /** What one child process runs. */
@@ -169,9 +169,9 @@ export async function runConfig(config: RunConfig): Promise<void> {
   };
   const builder = Trainer.builder(
     (device: Device) => buildModel(config.model).to(device),
-    (params) => new Adam(params, { lr: config.lr }),
+    (params) => new PacedAdam(params, { lr: config.lr }, pacer),
     (model, batch) => {
-      recordScalar('paceIdleMs', pacer.step());
+      recordScalar('paceIdleMs', pacer.begin());
       return crossEntropy(model.forward(batch.get('image')), batch.get('label'));
     },
   )

@@ -9,8 +9,9 @@
 // so, where this libtorch has no Gloo). Every rank and the single run use one thread.
 //
 // Unequal ranks on one machine: `--speeds 1,0.5` gives each rank a speed. A rank at speed s
-// idles at the start of every step for (1/s − 1) × its measured work per step (the median of
-// its last 15 step intervals, less the idle inserted), blocked in `Atomics.wait` on a
+// idles at the start of every step for (1/s − 1) × its measured work per step (the median over
+// its last 15 steps of the time from the forward's start to the optimizer step's end, so data
+// waits, barriers and averaging rounds are not stretched), blocked in `Atomics.wait` on a
 // SharedArrayBuffer: it uses no CPU while idle, so the other ranks keep their cores, and it
 // trains at s of its own pace, like a slower device. The fastest rank alone runs at the
 // highest speed given.

@@ -42,7 +42,10 @@ import { FashionMnist } from '../src/data/index.js';
 import { type Assessed, assess, printReport } from './ddp-report.js';
 import { type RunConfig, type RunResult, runConfig } from './ddp-run.js';
 
+// `pnpm bench:ddp -- --flag` hands the script a leading `--`: drop it.
+const argv = process.argv.slice(2);
 const { values: args } = parseArgs({
+  args: argv[0] === '--' ? argv.slice(1) : argv,
   options: {
     model: { type: 'string', default: 'all' },
     nproc: { type: 'string', default: '2' },

@@ -10,6 +10,8 @@
 #   bench        bench:dispatch and bench:train on cuda against this machine's PyTorch
 #   managed      bench:managed on cuda: the managed Trainer against a hand-written loop, on
 #                the Fashion-MNIST test split carried in .device/fashion-mnist
+#   ddp          bench:ddp on CPU ranks: the fastest rank alone against two ranks in each
+#                mode, equal and one at half speed (same carried test split)
 # With $OUT set, the built addon and each phase's log are left there.
 set -uo pipefail
 root="$(pwd)"
@@ -64,6 +66,19 @@ for phase in "${phases[@]}"; do
         (cd packages/trainer && node --expose-gc --import tsx bench/managed.ts --device cuda \
           --root "$root/.device/fashion-mnist" --split test --samples 9984 --epochs 3 --rounds 5) 2>&1 | log managed || status=1
       else echo "managed skipped: no .device/fashion-mnist (gpu-pack.sh copies it from Debian's dataset-fashion-mnist)"; fi ;;
+    ddp)
+      # bench:ddp on CPU ranks (1 thread each): equal ranks, then one at half speed. The MLP and
+      # the CNN run separately, each sized to train long enough for ElChe to calibrate.
+      if [ -d .device/fashion-mnist ]; then
+        (cd packages/trainer && for speeds in 1,1 1,0.5; do
+          node --expose-gc --import tsx bench/ddp.ts --model mlp --speeds "$speeds" \
+            --root "$root/.device/fashion-mnist" --split test --samples 8000 --epochs 20 \
+            ${OUT:+--json "$OUT/ddp-mlp-${speeds/,/_}.json"} &&
+            node --expose-gc --import tsx bench/ddp.ts --model cnn --speeds "$speeds" \
+              --root "$root/.device/fashion-mnist" --split test --samples 8000 --epochs 8 \
+              ${OUT:+--json "$OUT/ddp-cnn-${speeds/,/_}.json"} || exit 1
+        done) 2>&1 | log ddp || status=1
+      else echo "ddp skipped: no .device/fashion-mnist (gpu-pack.sh copies it from Debian's dataset-fashion-mnist)"; fi ;;
     *) echo "unknown phase $phase"; status=2 ;;
   esac
 done

@@ -12,10 +12,11 @@ import { writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { crossEntropy } from '@flodl/autograd';
-import { Adam, Flatten, Linear, ReLU, Sequential } from '@flodl/nn';
+import { Adam } from '@flodl/nn';
 import { cuda, type Device, manualSeed, setNumThreads, tidy } from '@flodl/tensor-native';
 import { type BatchDataset, DataLoader, FashionMnist } from '../src/data/index.js';
 import { Trainer } from '../src/index.js';
+import { mlp } from './fashion-models.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -57,15 +58,7 @@ const data: BatchDataset = {
   names: train.names,
   getBatch: (indices) => train.getBatch(indices),
 };
-const model = () =>
-  new Sequential(
-    new Flatten(),
-    new Linear(784, 256),
-    new ReLU(),
-    new Linear(256, 256),
-    new ReLU(),
-    new Linear(256, 10),
-  );
+const model = mlp;
 
 /** `epochs` epochs by hand; samples per second. */
 function handWritten(): number {

@@ -10,9 +10,10 @@ import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { crossEntropy } from '@flodl/autograd';
-import { Adam, Flatten, Linear, ReLU, Sequential } from '@flodl/nn';
+import { Adam } from '@flodl/nn';
 import { getNumThreads, liveTensorCount, manualSeed, setNumThreads, tidy } from '@flodl/tensor-native';
 import { type Batch, DataLoader, FashionMnist } from '../src/data/index.js';
+import { mlp } from './fashion-models.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -46,14 +47,7 @@ const cpuSecondsNow = () => {
 /** Trains `warmup` untimed steps, then times `steps` steps phase by phase. */
 function trainFlodl(loader: DataLoader): Timing {
   manualSeed(0);
-  const model = new Sequential(
-    new Flatten(),
-    new Linear(784, 256),
-    new ReLU(),
-    new Linear(256, 256),
-    new ReLU(),
-    new Linear(256, 10),
-  );
+  const model = mlp();
   const optimizer = new Adam(model.parameters(), { lr: 1e-3 });
   let epoch = 0;
   let iterator = loader.epoch(epoch)[Symbol.iterator]();

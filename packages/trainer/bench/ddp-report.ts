@@ -1,0 +1,140 @@
+// The verdict and the printed report of `pnpm bench:ddp`: each run against the fastest rank
+// alone, its ideal ratio, and where the time went when it falls short.
+import type { RunResult } from './ddp-run.js';
+
+/** Fraction of the ideal ratio a run must reach (1.35x of 1.5x; 1.8x of 2x). */
+export const RATIO_TARGET = 0.9;
+/** Largest accuracy drop below the fastest rank alone, in percentage points. */
+export const ACCURACY_TARGET_POINTS = 0.5;
+
+/** A run with its comparison to the fastest rank alone. */
+export interface Assessed extends RunResult {
+  /** samples/s over the fastest rank alone's (training time). */
+  ratio: number;
+  /** The same by wall time (run() to join(), rank start-up included). */
+  ratioWall: number;
+  /** What the ranks' speeds allow: Σ speeds / fastest, or for Sync ranks × slowest / fastest. */
+  ideal: number;
+  /** ratio / ideal. */
+  efficiency: number;
+  /** accuracy − the fastest rank alone's, percentage points. */
+  accuracyDelta: number;
+  /** Whether ratio ≥ RATIO_TARGET × ideal and the accuracy is within ACCURACY_TARGET_POINTS. */
+  met: boolean;
+  /** Where the time went (every run with several ranks; printed when `met` is false). */
+  timeWent: string[];
+}
+
+/** Compares `run` with `alone` (the fastest rank alone; a run compared with itself has ratio 1). */
+export function assess(run: RunResult, alone: RunResult): Assessed {
+  const fastest = Math.max(...run.speeds);
+  const sync = run.mode.endsWith('Sync');
+  const ideal =
+    run.mode === 'alone'
+      ? 1
+      : sync
+        ? (run.ranks * Math.min(...run.speeds)) / fastest
+        : run.speeds.reduce((a, b) => a + b, 0) / fastest;
+  const ratio = run.samplesPerSec / alone.samplesPerSec;
+  const ratioWall = run.samples / run.wallMs / (alone.samples / alone.wallMs);
+  const accuracyDelta = (run.accuracy - alone.accuracy) * 100;
+  const met = ratio >= RATIO_TARGET * ideal && accuracyDelta >= -ACCURACY_TARGET_POINTS;
+  const timeWent =
+    run.mode === 'alone'
+      ? []
+      : [
+          ...run.perRank.map((part) => {
+            const spent = part.computeMs + part.dataMs + part.waitMs || 1;
+            const pct = (ms: number) => `${((ms / spent) * 100).toFixed(0)}%`;
+            return (
+              `rank ${part.rank} (speed ${part.speed}): compute ${pct(part.computeMs)} ` +
+              `(pacing idle ${pct(part.paceIdleMs)}), data ${pct(part.dataMs)}, ` +
+              `barriers + averaging ${pct(part.waitMs)}; done with its share at ${(part.shareDone * 100).toFixed(0)}% of the epoch`
+            );
+          }),
+          `${run.rounds} averaging rounds, ${(run.averagingMs / 1000).toFixed(2)} s from round start to done ` +
+            `(${((run.averagingMs / run.trainMs) * 100).toFixed(1)}% of training time); ` +
+            `rank start-up and shutdown ${((run.wallMs - run.trainMs) / 1000).toFixed(1)} s`,
+          `shares by epoch: ${epochShares(run.epochShares)}`,
+        ];
+  return { ...run, ratio, ratioWall, ideal, efficiency: ratio / ideal, accuracyDelta, met, timeWent };
+}
+
+/** `50/50, 64/36, …` (the first five epochs and the last). */
+function epochShares(shares: number[][]): string {
+  const shown = shares.length > 6 ? [...shares.slice(0, 5), shares.at(-1) as number[]] : shares;
+  const text = shown.map((epoch) => epoch.map((share) => (share * 100).toFixed(0)).join('/'));
+  if (shares.length > 6) text.splice(5, 0, '…');
+  return text.join(', ');
+}
+
+interface Report {
+  machine: string;
+  settings: { samples: number; epochs: number; split: string; holdout: number; batchSize: number };
+  runs: Assessed[];
+  skipped: { model: string; mode: string; reason: string }[];
+}
+
+function pad(cells: string[], widths: number[]): string {
+  return cells
+    .map((cell, index) => (index < 2 ? cell.padEnd(widths[index]!) : cell.padStart(widths[index]!)))
+    .join('  ');
+}
+
+/** Prints the table, the skipped modes and, for each run that missed its target, where its time went. */
+export function printReport(report: Report): void {
+  const { settings } = report;
+  const heldOut =
+    settings.split === 'test' ? `the last ${settings.holdout} test images (held out)` : 'the test split';
+  console.log(
+    `bench:ddp on ${report.machine}: ${settings.samples} ${settings.split} images × ${settings.epochs} epochs, ` +
+      `batch ${settings.batchSize} per rank; evaluated on ${heldOut}`,
+  );
+  const header = [
+    'model',
+    'mode',
+    'speeds',
+    'wall s',
+    'train s',
+    'samples/s',
+    'x alone',
+    'ideal',
+    'wall x',
+    'acc %',
+    'Δ pts',
+    'loss',
+    'rounds',
+    'avg s',
+    'shares',
+    'target',
+  ];
+  const rows = report.runs.map((run) => [
+    run.model,
+    run.mode === 'alone' ? 'fastest alone' : run.mode,
+    run.speeds.join(','),
+    (run.wallMs / 1000).toFixed(1),
+    (run.trainMs / 1000).toFixed(1),
+    run.samplesPerSec.toFixed(0),
+    run.ratio.toFixed(2),
+    run.ideal.toFixed(2),
+    run.ratioWall.toFixed(2),
+    (run.accuracy * 100).toFixed(2),
+    run.accuracyDelta.toFixed(2),
+    run.loss.toFixed(4),
+    String(run.rounds),
+    (run.averagingMs / 1000).toFixed(2),
+    run.perRank.map((part) => `${(part.share * 100).toFixed(0)}%`).join('/'),
+    run.mode === 'alone' ? '' : run.met ? 'met' : 'MISSED',
+  ]);
+  const widths = header.map((cell, index) => Math.max(cell.length, ...rows.map((row) => row[index]!.length)));
+  console.log(pad(header, widths));
+  for (const row of rows) console.log(pad(row, widths));
+  console.log(
+    `target: x alone ≥ ${RATIO_TARGET} × ideal (Sync is paced by its slowest rank) and accuracy within ${ACCURACY_TARGET_POINTS} points`,
+  );
+  for (const skip of report.skipped) console.log(`skipped ${skip.model} ${skip.mode}: ${skip.reason}`);
+  for (const run of report.runs.filter((r) => r.mode !== 'alone' && !r.met)) {
+    console.log(`${run.model} ${run.mode} missed its target; where the time went:`);
+    for (const line of run.timeWent) console.log(`  ${line}`);
+  }
+}

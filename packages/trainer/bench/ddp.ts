@@ -1,0 +1,178 @@
+// `pnpm bench:ddp`: what several ranks buy over the fastest one alone, with the managed Trainer.
+// A real model (the Fashion-MNIST MLP 784-256-256-10 and a small CNN; Adam lr 1e-3, batch 128
+// per rank) trains on the same `--samples` images for `--epochs` epochs, then the consensus
+// parameters are evaluated (accuracy, loss) on held-out images: the test split when training
+// on `--split train`; with `--split test` (where the train split is not installed) the last
+// `--holdout` test images, which are never trained on. It runs the fastest rank alone (one
+// device, in-process), then `--nproc` CPU ranks in each mode (CpuSync, CpuCadence, CpuAsync,
+// NcclSync, NcclCadence; the Nccl modes average over Gloo on CPU ranks and are skipped, saying
+// so, where this libtorch has no Gloo). Every rank and the single run use one thread.
+//
+// Unequal ranks on one machine: `--speeds 1,0.5` gives each rank a speed. A rank at speed s
+// idles at the start of every step for (1/s − 1) × its measured work per step (the median over
+// its last 15 steps of the time from the forward's start to the optimizer step's end, so data
+// waits, barriers and averaging rounds are not stretched), blocked in `Atomics.wait` on a
+// SharedArrayBuffer: it uses no CPU while idle, so the other ranks keep their cores, and it
+// trains at s of its own pace, like a slower device. The fastest rank alone runs at the
+// highest speed given.
+//
+// Each configuration runs in its own process (this script with `--run`), which is the
+// Trainer's launcher; the Trainer re-runs that same command line as each rank. Reported per
+// run: wall time (run() to join(), rank start-up included), training time (first epoch's start
+// to the last's end), samples/s over the training time, its ratio over the fastest rank alone
+// (and by wall time), the ideal ratio (Σ speeds / fastest; for Sync, ranks × slowest / fastest,
+// since every rank waits for the slowest each batch), test accuracy and loss, averaging rounds
+// and their time, and each rank's share of the samples. A run that misses 0.9 × its ideal (1.35x
+// for speeds 1,0.5; 1.8x for equal ranks) or 0.5 accuracy points gets a line saying where each
+// rank's time went: compute (pacing idle included), waiting on data, waiting at barriers and
+// for averaging.
+//
+//   node --expose-gc --import tsx bench/ddp.ts [--model mlp|cnn|all] [--nproc 2] [--speeds 1,0.5]
+//     [--modes CpuSync,CpuCadence,...] [--samples 12800] [--epochs 3] [--batch-size 128] [--lr 0.001]
+//     [--root DIR] [--split train|test] [--holdout 2000] [--repeat 1] [--timeout-s 1800] [--json out.json]
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { LAUNCH_MODES, type LaunchMode } from '@flodl/distributed';
+import { distributed } from '@flodl/tensor-native';
+import { FashionMnist } from '../src/data/index.js';
+import { type Assessed, assess, printReport } from './ddp-report.js';
+import { type RunConfig, type RunResult, runConfig } from './ddp-run.js';
+
+// `pnpm bench:ddp -- --flag` hands the script a leading `--`: drop it.
+const argv = process.argv.slice(2);
+const { values: args } = parseArgs({
+  args: argv[0] === '--' ? argv.slice(1) : argv,
+  options: {
+    model: { type: 'string', default: 'all' },
+    nproc: { type: 'string', default: '2' },
+    speeds: { type: 'string' },
+    modes: { type: 'string', default: 'CpuSync,CpuCadence,CpuAsync,NcclSync,NcclCadence' },
+    samples: { type: 'string', default: '12800' },
+    epochs: { type: 'string', default: '3' },
+    'batch-size': { type: 'string', default: '128' },
+    lr: { type: 'string', default: '0.001' },
+    root: { type: 'string', default: FashionMnist.DEFAULT_ROOT },
+    split: { type: 'string', default: 'train' },
+    holdout: { type: 'string', default: '2000' },
+    repeat: { type: 'string', default: '1' },
+    'timeout-s': { type: 'string', default: '1800' },
+    json: { type: 'string' },
+    run: { type: 'string' },
+  },
+});
+
+function fail(message: string): never {
+  console.error(message);
+  process.exit(2);
+}
+
+function integer(name: string, value: string | undefined, min: number): number {
+  const parsed = Number(value);
+  if (!(Number.isInteger(parsed) && parsed >= min))
+    fail(`--${name} must be an integer >= ${min}, got ${value}`);
+  return parsed;
+}
+
+function main(): void {
+  const nproc = integer('nproc', args.nproc, 2);
+  const speeds = (args.speeds ?? Array(nproc).fill('1').join(',')).split(',').map(Number);
+  if (speeds.length !== nproc || speeds.some((s) => !(s > 0 && s <= 1)))
+    fail(`--speeds needs ${nproc} numbers in (0, 1] (one per rank), got ${args.speeds}`);
+  const models = args.model === 'all' ? ['mlp', 'cnn'] : [args.model];
+  if (models.some((m) => m !== 'mlp' && m !== 'cnn'))
+    fail(`--model must be mlp, cnn or all, got ${args.model}`);
+  const modes = (args.modes as string).split(',') as LaunchMode[];
+  for (const mode of modes)
+    if (!LAUNCH_MODES.includes(mode)) fail(`--modes: ${mode} is not one of ${LAUNCH_MODES.join(', ')}`);
+  if (args.split !== 'train' && args.split !== 'test')
+    fail(`--split must be train or test, got ${args.split}`);
+  const repeat = integer('repeat', args.repeat, 1);
+  const timeoutMs = integer('timeout-s', args['timeout-s'], 1) * 1000;
+  const base = {
+    nproc,
+    speeds,
+    samples: integer('samples', args.samples, 1),
+    epochs: integer('epochs', args.epochs, 1),
+    batchSize: integer('batch-size', args['batch-size'], 1),
+    lr: Number(args.lr),
+    root: args.root as string,
+    split: args.split,
+    holdout: args.split === 'test' ? integer('holdout', args.holdout, 1) : 0,
+  } as const;
+  const gloo = distributed.isAvailable('gloo');
+  const dir = mkdtempSync(join(tmpdir(), 'flodl-bench-ddp-'));
+  const runs: Assessed[] = [];
+  const skipped: { model: string; mode: string; reason: string }[] = [];
+  try {
+    for (const model of models as RunConfig['model'][]) {
+      const alone = median(repeat, () => once({ ...base, model, mode: 'alone' }, dir, timeoutMs));
+      runs.push(assess(alone, alone));
+      for (const mode of modes) {
+        if (mode.startsWith('Nccl') && !gloo) {
+          skipped.push({
+            model,
+            mode,
+            reason: 'this libtorch has no Gloo (the Nccl modes on CPU ranks need it)',
+          });
+          continue;
+        }
+        runs.push(
+          assess(
+            median(repeat, () => once({ ...base, model, mode }, dir, timeoutMs)),
+            alone,
+          ),
+        );
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const report = {
+    machine: `${availableParallelism()} cores, 1 thread per rank, cpu`,
+    settings: { ...base, models, modes, repeat },
+    runs,
+    skipped,
+  };
+  printReport(report);
+  if (args.json) writeFileSync(args.json, `${JSON.stringify(report, null, 2)}\n`);
+}
+
+/** The repeat with the median samples/s. */
+function median(repeat: number, run: () => RunResult): RunResult {
+  const results = Array.from({ length: repeat }, run).sort((a, b) => a.samplesPerSec - b.samplesPerSec);
+  return results[Math.floor(results.length / 2)] as RunResult;
+}
+
+let counter = 0;
+/** Runs one configuration in a child process (bounded by `timeoutMs`) and reads its result. */
+function once(config: Omit<RunConfig, 'out' | 'log'>, dir: string, timeoutMs: number): RunResult {
+  counter += 1;
+  const full: RunConfig = {
+    ...config,
+    out: join(dir, `run-${counter}.json`),
+    log: join(dir, `run-${counter}.jsonl`),
+  };
+  const script = fileURLToPath(import.meta.url);
+  const child = spawnSync(process.execPath, [...process.execArgv, script, '--run', JSON.stringify(full)], {
+    encoding: 'utf8',
+    timeout: timeoutMs,
+    killSignal: 'SIGKILL',
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  if (child.status !== 0) {
+    const why = child.error ? String(child.error) : `exit ${child.status ?? child.signal}`;
+    fail(`bench:ddp: ${config.model} ${config.mode} failed (${why})\n${child.stderr}`);
+  }
+  return JSON.parse(readFileSync(full.out, 'utf8')) as RunResult;
+}
+
+if (args.run !== undefined) {
+  // One configuration: this process is its launcher (or, re-run by the Trainer, one of its ranks).
+  await runConfig(JSON.parse(args.run) as RunConfig);
+} else {
+  main();
+}

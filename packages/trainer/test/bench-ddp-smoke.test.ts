@@ -1,0 +1,108 @@
+// bench:ddp runs end to end on tiny settings: the fastest rank alone and two paced CPU ranks
+// (no timing is asserted; the JSON must carry every field, with positive ratios).
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const bench = join(dirname(fileURLToPath(import.meta.url)), '..', 'bench', 'ddp.ts');
+const hasData = existsSync('/usr/share/datasets/fashion-mnist');
+
+const RUN_FIELDS = [
+  'model',
+  'mode',
+  'ranks',
+  'speeds',
+  'trainSamples',
+  'evalSamples',
+  'wallMs',
+  'trainMs',
+  'samples',
+  'samplesPerSec',
+  'accuracy',
+  'loss',
+  'finalTrainLoss',
+  'rounds',
+  'averagingMs',
+  'perRank',
+  'epochShares',
+  'ratio',
+  'ratioWall',
+  'ideal',
+  'efficiency',
+  'accuracyDelta',
+  'met',
+  'timeWent',
+];
+const RANK_FIELDS = [
+  'rank',
+  'speed',
+  'samples',
+  'share',
+  'computeMs',
+  'dataMs',
+  'waitMs',
+  'paceIdleMs',
+  'shareDone',
+];
+
+describe('bench:ddp', () => {
+  it.skipIf(!hasData)(
+    'reports the fastest rank alone and two unequal ranks as JSON',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'flodl-bench-ddp-test-'));
+      try {
+        const out = join(dir, 'result.json');
+        const child = spawn(
+          process.execPath,
+          [
+            ...['--expose-gc', '--import', 'tsx', bench, '--model', 'mlp', '--modes', 'CpuCadence'],
+            ...['--samples', '512', '--epochs', '1', '--speeds', '1,0.5', '--split', 'test'],
+            ...['--holdout', '500', '--json', out],
+          ],
+          { stdio: ['ignore', 'pipe', 'pipe'] },
+        );
+        let stderr = '';
+        child.stderr.on('data', (chunk) => {
+          stderr += chunk;
+        });
+        child.stdout.resume();
+        const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
+        const status = await new Promise<number | null>((resolve) =>
+          child.on('exit', (code) => resolve(code)),
+        );
+        clearTimeout(timer);
+        expect(status, stderr).toBe(0);
+        const report = JSON.parse(readFileSync(out, 'utf8'));
+        expect(report.settings).toMatchObject({ samples: 512, epochs: 1, split: 'test', holdout: 500 });
+        expect(report.runs.map((run: { mode: string }) => run.mode)).toEqual(['alone', 'CpuCadence']);
+        for (const run of report.runs) {
+          for (const field of RUN_FIELDS) expect(run, field).toHaveProperty(field);
+          expect(run.ratio).toBeGreaterThan(0);
+          expect(run.ratioWall).toBeGreaterThan(0);
+          expect(run.accuracy).toBeGreaterThan(0.1); // better than chance after 512 images
+          expect(run.evalSamples).toBe(500);
+          expect(run.samples).toBeGreaterThan(0);
+        }
+        const [alone, cadence] = report.runs;
+        expect(alone.ratio).toBe(1);
+        expect(alone.perRank).toHaveLength(1);
+        expect(cadence.ranks).toBe(2);
+        expect(cadence.ideal).toBeCloseTo(1.5);
+        expect(cadence.rounds).toBeGreaterThan(0);
+        expect(cadence.perRank).toHaveLength(2);
+        for (const part of cadence.perRank)
+          for (const field of RANK_FIELDS) expect(part, field).toHaveProperty(field);
+        // the half-speed rank idled; the full-speed one did not
+        expect(cadence.perRank[1].paceIdleMs).toBeGreaterThan(0);
+        expect(cadence.perRank[0].paceIdleMs).toBe(0);
+        expect(cadence.perRank[0].share + cadence.perRank[1].share).toBeCloseTo(1);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+    150_000,
+  );
+});

@@ -701,14 +701,26 @@ export class ClusterCoordinator {
   }
 
   #onRankExited(input: Extract<CoordinatorInput, { type: 'RankExited' }>): void {
-    if (!this.membership.isLive(input.rank) || this.#isFinished()) return;
     const status = input.signal ?? `exit code ${input.exitCode ?? 'unknown'}`;
-    this.#declareDead(input.rank, 'process-exit', {
-      message: input.message ?? `process ended (${status})`,
+    const exit = {
       ...(input.exitCode === undefined ? {} : { exitCode: input.exitCode }),
       ...(input.signal === undefined ? {} : { signal: input.signal }),
       ...(input.pid === undefined ? {} : { pid: input.pid }),
       ...(input.stack === undefined ? {} : { stack: input.stack }),
+    };
+    // Declared dead earlier (its connection dropped first, or it went silent): the record
+    // keeps that cause and gains the exit status.
+    if (this.membership.isDead(input.rank)) {
+      this.membership.mergeExit(input.rank, {
+        ...exit,
+        message: input.message ?? `process ended (${status})`,
+      });
+      return;
+    }
+    if (!this.membership.isLive(input.rank) || this.#isFinished()) return;
+    this.#declareDead(input.rank, 'process-exit', {
+      message: input.message ?? `process ended (${status})`,
+      ...exit,
     });
   }
 

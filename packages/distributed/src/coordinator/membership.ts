@@ -152,6 +152,31 @@ export class Membership {
     return true;
   }
 
+  /**
+   * Adds the process's end (exit code, signal, pid, its own message and stack) to the record
+   * of a rank already declared dead another way (a dropped connection, heartbeat silence):
+   * the first cause stays, the exit status joins it. False when `rank` has no record or the
+   * record already has an exit status.
+   */
+  mergeExit(
+    rank: number,
+    exit: Pick<RankDeathRecord, 'pid' | 'exitCode' | 'signal' | 'stack'> & { message?: string },
+  ): boolean {
+    const index = this.#records.findIndex((record) => record.rank === rank);
+    const record = this.#records[index];
+    if (!record || record.exitCode !== undefined || record.signal !== undefined) return false;
+    const merged: RankDeathRecord = {
+      ...record,
+      ...(exit.pid === undefined || record.pid !== undefined ? {} : { pid: exit.pid }),
+      ...(exit.exitCode === undefined ? {} : { exitCode: exit.exitCode }),
+      ...(exit.signal === undefined ? {} : { signal: exit.signal }),
+      ...(exit.stack === undefined || record.stack !== undefined ? {} : { stack: exit.stack }),
+      ...(exit.message === undefined ? {} : { message: `${record.message}; then ${exit.message}` }),
+    };
+    this.#records[index] = merged;
+    return true;
+  }
+
   /** Records a clean exit (after the coordinator's Shutdown). */
   markExited(rank: number): boolean {
     if (this.#dead[rank] || this.#exited[rank]) return false;

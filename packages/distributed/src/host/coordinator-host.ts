@@ -14,6 +14,8 @@ import type { LaunchMode } from '../launcher/options.js';
 import type { LaunchRun, RankExitEvent } from '../launcher/run.js';
 import { isCollectiveMode } from '../session/session.js';
 import type { ReceivedContribution } from '../wire/data-channel.js';
+import { BOOTSTRAP_CAPABILITY } from '../wire/handshake.js';
+import { DEFAULT_LIVENESS_MS } from '../wire/liveness.js';
 import type { CoordinatorMessage, Hello } from '../wire/messages.js';
 import type { ControlServer } from '../wire/server.js';
 import { foldRound, sendConsensus } from './host-reduce.js';
@@ -37,7 +39,10 @@ export interface CoordinatorHostOptions {
   tickMs?: number;
   /** The coordinator's clock. Default `Date.now`. */
   clock?: Clock;
-  /** Bound on receiving a snapshot (host modes), ms; a rank past it is dropped from the round. Default 60 000. */
+  /**
+   * Bound on receiving a snapshot (host modes), ms; a rank past it is dropped from the round.
+   * Default twice the run's `livenessMs` (60 000 without a run).
+   */
   timeoutMs?: number;
   /** Every notice the coordinator produced, as it produced it. */
   onNotice?: (notice: CoordinatorNotice) => void;
@@ -91,7 +96,8 @@ interface HostReduce {
  * them with the mass law, ships the consensus on the data channels and reports
  * `ReduceCompleted` (the coordinator then sends `Update`). A rank that dies mid-round (its
  * process ends, its connection or data channel drops, or its snapshot does not come within
- * `timeoutMs`) is declared dead and left out: the round completes with the survivors, its sum
+ * `timeoutMs`) is declared dead and left out (and, when its process still runs, ended through
+ * the run's `stopRank`): the round completes with the survivors, its sum
  * and divisor over exactly their contributions. Collective modes: the coordinator's re-formation
  * commands (`DeclareDead`, `RequestNewNcclId`, `NewNcclSession`) reach the ranks, which rebuild
  * their process group among the survivors.
@@ -129,8 +135,15 @@ export class CoordinatorHost {
     const elche = options.coordinator.elche ?? { mode: options.mode };
     const maxFailure =
       options.coordinator.maxFailure ?? (options.run?.elastic ? options.run.maxFailure : undefined);
+    // The run's one liveness setting gives the heartbeat timeout unless the options name one.
+    const heartbeatTimeoutMs = options.coordinator.heartbeatTimeoutMs ?? options.run?.livenessMs;
     this.coordinator = new ClusterCoordinator(
-      { ...options.coordinator, elche, ...(maxFailure ? { maxFailure } : {}) },
+      {
+        ...options.coordinator,
+        elche,
+        ...(maxFailure ? { maxFailure } : {}),
+        ...(heartbeatTimeoutMs === undefined ? {} : { heartbeatTimeoutMs }),
+      },
       options.clock ?? { now: () => Date.now() },
     );
   }
@@ -180,8 +193,10 @@ export class CoordinatorHost {
       if (message.type === 'SnapshotReady') this.#onSnapshot(rank, message.version);
       this.feed({ ...message, rank } as CoordinatorInput);
     });
-    server.on('rankDisconnected', (rank, error) => {
-      // A newer connection of the same rank is still up (the bootstrap one closed late).
+    server.on('rankDisconnected', (rank, error, hello) => {
+      // A setup connection's close says nothing of the rank; nor does one with a newer
+      // connection of the same rank still up.
+      if (hello.capabilities.includes(BOOTSTRAP_CAPABILITY)) return;
       if (!this.#joins.has(rank) || server.connectedRanks().includes(rank)) return;
       // A clean close without Exiting is a loss too (the coordinator ignores it once finished).
       this.feed({ type: 'ConnectionLost', rank, message: error?.message ?? 'control connection closed' });
@@ -238,6 +253,12 @@ export class CoordinatorHost {
   feed(input: CoordinatorInput): void {
     const output = this.coordinator.handle(input);
     for (const notice of output.notices) {
+      // A rank declared dead whose process still runs (hung, stalled) is ended, not waited on.
+      if (notice.type === 'RankDead' && notice.record.cause !== 'process-exit') {
+        this.options.run?.stopRank(notice.record.rank, {
+          reason: `declared dead by the coordinator (${notice.record.cause}: ${notice.record.message})`,
+        });
+      }
       this.notices.push(notice);
       this.options.onNotice?.(notice);
       this.#tell('notice', notice);
@@ -310,13 +331,17 @@ export class CoordinatorHost {
           ),
         );
       else {
-        channel.receiveContribution({ timeoutMs: this.options.timeoutMs ?? 60_000 }).then(
-          (contribution) => {
-            reduce.received.set(rank, contribution);
-            this.#maybeClose(reduce);
-          },
-          (error: unknown) => this.#contributionLost(reduce, rank, error),
-        );
+        channel
+          .receiveContribution({
+            timeoutMs: this.options.timeoutMs ?? 2 * (this.options.run?.livenessMs ?? DEFAULT_LIVENESS_MS),
+          })
+          .then(
+            (contribution) => {
+              reduce.received.set(rank, contribution);
+              this.#maybeClose(reduce);
+            },
+            (error: unknown) => this.#contributionLost(reduce, rank, error),
+          );
       }
     }
     this.#send(rank, command);

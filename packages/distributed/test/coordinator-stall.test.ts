@@ -27,7 +27,8 @@ function simulate(
   options: { ranks?: SimulatedRankSpec[]; stallFactor?: number; maxTimeMs?: number } = {},
 ): SimulationResult & { sim: SimulatedCluster } {
   const sim = new SimulatedCluster({
-    ranks: options.ranks ?? SPEEDS.map((spec, rank) => (rank === 1 ? { ...spec, stallAtMs: STALL_AT_MS } : spec)),
+    ranks:
+      options.ranks ?? SPEEDS.map((spec, rank) => (rank === 1 ? { ...spec, stallAtMs: STALL_AT_MS } : spec)),
     coordinator: {
       totalSamples: SAMPLES,
       batchSize: BATCH,
@@ -74,7 +75,9 @@ function noticesOf<T extends CoordinatorNotice['type']>(
   result: SimulationResult,
   type: T,
 ): Extract<CoordinatorNotice, { type: T }>[] {
-  return result.notices.filter((notice): notice is Extract<CoordinatorNotice, { type: T }> => notice.type === type);
+  return result.notices.filter(
+    (notice): notice is Extract<CoordinatorNotice, { type: T }> => notice.type === type,
+  );
 }
 
 describe('stall suspicion (simulated ranks, fake clock)', () => {
@@ -106,7 +109,10 @@ describe('stall suspicion (simulated ranks, fake clock)', () => {
 
   it('CpuCadence: the survivors train while the stalled rank is suspected, where heartbeats alone freeze them', () => {
     const suspecting = simulate('CpuCadence');
-    const heartbeatOnly = simulate('CpuCadence', { stallFactor: 0, maxTimeMs: STALL_AT_MS + TIMEOUT_MS + 2_000 });
+    const heartbeatOnly = simulate('CpuCadence', {
+      stallFactor: 0,
+      maxTimeMs: STALL_AT_MS + TIMEOUT_MS + 2_000,
+    });
     // Between the suspicion (≈ stall + 2 s) and the timeout (stall + 6 s).
     const from = STALL_AT_MS + TIMEOUT_MS / 3 + 2 * TICK_MS;
     const to = STALL_AT_MS + TIMEOUT_MS - 100;

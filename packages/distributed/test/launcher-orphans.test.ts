@@ -50,6 +50,8 @@ describe('orphan protection', () => {
   it.each([
     ['ranks that sleep', 'plain', 3000],
     ['ranks that ignore SIGTERM (SIGKILL after the grace), output piped', 'ignore-term', 4500],
+    // Their own guard cannot run: the launcher's reaper process, outside the ranks, stops them.
+    ['ranks frozen by SIGSTOP', 'stopped', 3000],
   ])('stops %s within seconds of the launcher being SIGKILLed', async (_title, variant, withinMs) => {
     const folder = mkdtempSync(join(tmpdir(), 'flodl-orphans-'));
     const launcher = spawn(
@@ -70,6 +72,7 @@ describe('orphan protection', () => {
         expect(record).toMatchObject({ ppid: launcher.pid, launcherPid: launcher.pid });
         expect(alive(record.pid)).toBe(true);
       }
+      if (variant === 'stopped') for (const record of records) process.kill(record.pid, 'SIGSTOP');
       const killed = Date.now();
       launcher.kill('SIGKILL');
       await exited(launcher);

@@ -12,6 +12,7 @@ import {
   type SimulationResult,
   usableSamples,
 } from '../src/coordinator/index.js';
+import { Driver } from './coordinator-driver.js';
 
 const BATCH = 32;
 const SAMPLES = 20_005;
@@ -142,5 +143,36 @@ describe('stall suspicion (simulated ranks, fake clock)', () => {
       expect(result.sim.coordinator.finishReason, mode).toBe('Completed');
       expect(noticesOf(result, 'RankSuspected'), mode).toEqual([]);
     }
+  });
+});
+
+describe('death records', () => {
+  it('keep the first cause and gain the exit status reported later', () => {
+    const driver = new Driver({
+      worldSize: 3,
+      totalSamples: 64_000,
+      batchSize: BATCH,
+      numEpochs: 1,
+      elche: { mode: 'CpuCadence' },
+    });
+    driver.join();
+    driver.batches(1, 3);
+    driver.feed({ type: 'ConnectionLost', rank: 1, message: 'control connection closed' });
+    driver.clock.advance(40);
+    driver.feed({ type: 'RankExited', rank: 1, exitCode: 137, signal: 'SIGKILL', pid: 4242, stack: 'at x' });
+    // A second report changes nothing.
+    driver.feed({ type: 'RankExited', rank: 1, exitCode: 1 });
+    expect(driver.coordinator.deathRecords()).toEqual([
+      expect.objectContaining({
+        rank: 1,
+        cause: 'connection-lost',
+        exitCode: 137,
+        signal: 'SIGKILL',
+        pid: 4242,
+        stack: 'at x',
+        message: 'control connection closed; then process ended (SIGKILL)',
+        lastStepCount: 3,
+      }),
+    ]);
   });
 });

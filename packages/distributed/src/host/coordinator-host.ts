@@ -123,6 +123,7 @@ export class CoordinatorHost {
   #chains = new Map<number, Promise<void>>();
   #reduce: HostReduce | undefined;
   #timer: ReturnType<typeof setInterval> | undefined;
+  #exitWatch: ReturnType<typeof setTimeout> | undefined;
   readonly #collective: boolean;
   readonly #observers = new Set<CoordinatorHostObserver>();
 
@@ -270,7 +271,28 @@ export class CoordinatorHost {
       this.#tell('command', addressed);
       this.#dispatch(addressed);
     }
-    if (this.finished) this.detach();
+    if (this.finished) {
+      this.detach();
+      this.#watchExits();
+    }
+  }
+
+  /**
+   * Once the run finished, every rank process should end on its own (after a final save at
+   * most): one still running past `max(2 × livenessMs, callbackTimeoutMs)` is ended through
+   * the run's `stopRank`, so the launcher never waits on it forever.
+   */
+  #watchExits(): void {
+    const run = this.options.run;
+    if (!run || this.#exitWatch) return;
+    const boundMs = Math.max(2 * run.livenessMs, this.coordinator.config.callbackTimeoutMs);
+    this.#exitWatch = setTimeout(() => {
+      for (const rank of run.ranks()) {
+        if (rank.running)
+          run.stopRank(rank.rank, { reason: `still running ${boundMs} ms after the run finished` });
+      }
+    }, boundMs);
+    this.#exitWatch.unref?.();
   }
 
   #onHostCommand(command: HostCommand): void {

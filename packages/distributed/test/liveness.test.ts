@@ -1,7 +1,7 @@
 // The one liveness setting and the deadlines that derive from it.
 import { FlodlError } from '@flodl/tensor-native';
 import { describe, expect, it } from 'vitest';
-import { rankEnvironment, resolveLaunchOptions } from '../src/launcher/index.js';
+import { parseLaunchArgs, rankEnvironment, resolveLaunchOptions } from '../src/launcher/index.js';
 import { LIVENESS_ENV, livenessFromEnv, livenessTimeouts } from '../src/wire/index.js';
 
 describe('livenessMs', () => {
@@ -51,5 +51,14 @@ describe('livenessMs', () => {
       else process.env[LIVENESS_ENV] = previous;
     }
     expect(() => livenessFromEnv({ [LIVENESS_ENV]: 'soon' })).toThrow(/FLODL_LIVENESS_MS/);
+  });
+
+  it('is --liveness-ms on the command line', () => {
+    expect(parseLaunchArgs(['launch', '--nproc', '2', '--liveness-ms', '5000', 's.ts'])).toMatchObject({
+      options: { livenessMs: 5000 },
+    });
+    expect(() => parseLaunchArgs(['launch', '--nproc', '2', '--liveness-ms', '100', 's.ts'])).toThrow(
+      /--liveness-ms/,
+    );
   });
 });

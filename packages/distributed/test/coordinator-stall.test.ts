@@ -13,6 +13,7 @@ import {
   usableSamples,
 } from '../src/coordinator/index.js';
 import { Driver } from './coordinator-driver.js';
+import { coverage, expectExactCover } from './fixtures/coverage.js';
 
 const BATCH = 32;
 const SAMPLES = 20_005;
@@ -46,23 +47,10 @@ function simulate(
   return { ...sim.run(), sim };
 }
 
-/** Finished slices, plus what a lost rank ran of a whole partition (Sync credits it). */
 function expectExactCoverage(result: SimulationResult, creditsPartial: boolean): void {
-  const byEpoch = new Map<number, [number, number][]>();
-  const add = (epoch: number, offset: number, size: number) => {
-    if (size > 0) byEpoch.set(epoch, [...(byEpoch.get(epoch) ?? []), [offset, offset + size]]);
-  };
-  for (const slice of result.completed) add(slice.epoch, slice.offset, slice.size);
-  if (creditsPartial) for (const slice of result.abandoned) add(slice.epoch, slice.offset, slice.doneSamples);
-  expect([...byEpoch.keys()].sort()).toEqual([0, 1, 2]);
-  for (const ranges of byEpoch.values()) {
-    let cursor = 0;
-    for (const [start, end] of ranges.sort((left, right) => left[0] - right[0])) {
-      expect(start).toBe(cursor); // no gap, no overlap
-      cursor = end;
-    }
-    expect(cursor).toBe(USABLE);
-  }
+  const covered = coverage(result, creditsPartial);
+  expect([...covered.keys()].sort()).toEqual([0, 1, 2]);
+  for (const ranges of covered.values()) expectExactCover(ranges, USABLE);
 }
 
 /** Samples the survivors (ranks 0 and 2) finished in `[from, to)` ms. */

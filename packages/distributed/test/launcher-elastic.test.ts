@@ -20,6 +20,7 @@ import {
   type RankProcessInfo,
 } from '../src/launcher/index.js';
 import './fixtures/cluster-setup.js'; // runs the .ts rank fixtures through this package's tsx
+import { alive } from './fixtures/process-alive.js';
 
 // A failing rank can reset its connection; the coordinator logs the drop (expected here).
 captureWarnings([
@@ -79,16 +80,6 @@ async function withHungRank(act: (run: LaunchRun) => void, livenessMs?: number) 
     return { result, listed };
   } finally {
     rmSync(recordDir, { recursive: true, force: true });
-  }
-}
-
-/** True while `pid` runs. */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
   }
 }
 

@@ -2,13 +2,13 @@
 // a SIGSTOPped rank (no heartbeat) and a rank whose main thread blocks (heartbeats go on)
 // are declared dead and ended by the launcher, which resolves with them lost; the survivors
 // finish. Without `elastic` the run fails fast. No rank process is left behind.
-import { readFileSync } from 'node:fs';
 import { FlodlError } from '@flodl/tensor-native';
 import { captureWarnings } from '@flodl/testing';
 import { describe, expect, it } from 'vitest';
 import { RankFailedError } from '../src/launcher/index.js';
 import { bundledRankWorker } from './fixtures/cluster-setup.js';
 import { type CoordinatedRun, runCoordinated } from './fixtures/coordinated-run.js';
+import { alive } from './fixtures/process-alive.js';
 
 // An ended rank can reset its connection; the coordinator logs the drop (expected here).
 captureWarnings([/^\[flodl\] dropped connection from .*: wire: connection error: read (ECONNRESET|EPIPE)/]);
@@ -28,21 +28,6 @@ function run(how: 'stop' | 'block', elastic = true): Promise<CoordinatedRun> {
     // Slow enough steps that the survivors still train after the suspicion.
     rank: { die: { rank: 1, how, atStep: 8 }, stepDelayMs: [8, 8, 8] },
   });
-}
-
-/** True while `pid` runs (a zombie counts as gone). */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code !== 'ESRCH';
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return true;
-  }
 }
 
 /** The survivors finished, the hung rank was ended by the launcher and is listed as lost. */

@@ -900,7 +900,8 @@ export class ClusterCoordinator {
    * own smoothed step time leaves the cohort (its work goes to the others); a rank without
    * progress for the whole heartbeat timeout (or its allowance, when longer) is declared dead,
    * suspected or not. A rank is never suspected when its leaving would end the run (the last
-   * live rank, NCCL's last pair): it is declared dead at the timeout instead.
+   * live rank, NCCL's last pair): it is declared dead at the timeout instead. Before a rank has
+   * a smoothed step time, only heartbeat staleness applies.
    */
   #watchStalls(now: number): void {
     const timeoutMs = this.config.heartbeatTimeoutMs;
@@ -921,9 +922,11 @@ export class ClusterCoordinator {
         this.#stalls.progress(rank, now);
         continue;
       }
-      // Before its first smoothed reading (warm-up) a rank is not suspected, only timed out.
+      // Before its first smoothed reading (warm-up, compilation) nothing says how long a step
+      // may take: only heartbeat staleness applies.
       const smoothedMs = this.elChe.smoothedMs(rank);
-      const allowanceMs = smoothedMs === undefined ? 0 : this.#stalls.allowanceMs(smoothedMs);
+      if (smoothedMs === undefined) continue;
+      const allowanceMs = this.#stalls.allowanceMs(smoothedMs);
       if (stalled(rank, allowanceMs)) {
         if (this.#state !== 'running') return;
         continue;

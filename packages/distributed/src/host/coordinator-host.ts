@@ -3,6 +3,7 @@ import type { HostTensor } from '../averaging/host.js';
 import type { Clock } from '../coordinator/clock.js';
 import { ClusterCoordinator } from '../coordinator/coordinator.js';
 import type { CoordinatorOptions } from '../coordinator/coordinator-config.js';
+import type { RankDeathRecord } from '../coordinator/membership.js';
 import type {
   AddressedCommand,
   CoordinatorInput,
@@ -22,6 +23,9 @@ import { foldRound, sendConsensus } from './host-reduce.js';
 import type { HostRound } from './host-round.js';
 import { JoinRule } from './join-rule.js';
 import { coordinatorOptionsFor, runSettingsOf } from './run-settings.js';
+
+/** How long a rank that dropped its connection may take to end on its own before it is stopped, ms. */
+const LEAVING_GRACE_MS = 2000;
 
 /** Options of {@link CoordinatorHost.attach}. */
 export interface CoordinatorHostOptions {
@@ -254,12 +258,7 @@ export class CoordinatorHost {
   feed(input: CoordinatorInput): void {
     const output = this.coordinator.handle(input);
     for (const notice of output.notices) {
-      // A rank declared dead whose process still runs (hung, stalled) is ended, not waited on.
-      if (notice.type === 'RankDead' && notice.record.cause !== 'process-exit') {
-        this.options.run?.stopRank(notice.record.rank, {
-          reason: `declared dead by the coordinator (${notice.record.cause}: ${notice.record.message})`,
-        });
-      }
+      if (notice.type === 'RankDead') this.#endDeclaredDead(notice.record);
       this.notices.push(notice);
       this.options.onNotice?.(notice);
       this.#tell('notice', notice);
@@ -275,6 +274,26 @@ export class CoordinatorHost {
       this.detach();
       this.#watchExits();
     }
+  }
+
+  /**
+   * A rank declared dead whose process still runs (hung, stalled) is ended, not waited on. A
+   * rank that dropped its connection or said Exiting early is most likely on its way out:
+   * it gets a moment to end on its own (its own exit status then stays its record).
+   */
+  #endDeclaredDead(record: RankDeathRecord): void {
+    const run = this.options.run;
+    if (!run || record.cause === 'process-exit') return;
+    const stop = (): void => {
+      run.stopRank(record.rank, {
+        reason: `declared dead by the coordinator (${record.cause}: ${record.message})`,
+      });
+    };
+    if (record.cause === 'heartbeat-timeout' || record.cause === 'stalled') {
+      stop();
+      return;
+    }
+    setTimeout(stop, Math.min(LEAVING_GRACE_MS, run.livenessMs)).unref?.();
   }
 
   /**

@@ -11,7 +11,10 @@ import { type CoordinatedRun, runCoordinated } from './fixtures/coordinated-run.
 import { alive } from './fixtures/process-alive.js';
 
 // An ended rank can reset its connection; the coordinator logs the drop (expected here).
-captureWarnings([/^\[flodl\] dropped connection from .*: wire: connection error: read (ECONNRESET|EPIPE)/]);
+captureWarnings([
+  /^\[flodl\] dropped connection from .*: wire: connection error: read (ECONNRESET|EPIPE)/,
+  /^\[flodl\] dropped connection from .*: wire: rank 1's control channel timed out after 3000 ms/,
+]);
 
 const workerUrl = bundledRankWorker('launcher-liveness-worker');
 const LIVENESS_MS = 3_000;

@@ -253,6 +253,8 @@ function supervise(
         if (entry.exit === undefined) {
           entry.signalled = true;
           entry.child.kill('SIGTERM');
+          // A stopped (SIGSTOP) process takes its SIGTERM once continued.
+          entry.child.kill('SIGCONT');
         }
       }
       // A rank stuck in a native call may ignore SIGTERM: bound the wait.

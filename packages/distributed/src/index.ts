@@ -46,8 +46,16 @@ export {
   type LaunchDevice,
   type LaunchMode,
   type LaunchOptions,
+  type LaunchServerLimits,
 } from './launcher/options.js';
 export { RankFailedError } from './launcher/rank-failed.js';
+export type {
+  LaunchRun,
+  RankExit,
+  RankExitEvent,
+  RankProcessInfo,
+  StopRankOptions,
+} from './launcher/run.js';
 export * from './monitor/index.js';
 export { RankClient, type RankClientOptions, type WaitForOptions } from './rank/client.js';
 export { freePortOn } from './session/rendezvous.js';
@@ -61,6 +69,13 @@ export {
   type StepReport,
 } from './session/session.js';
 export { WireError, type WireErrorOptions, type WireRejection } from './wire/errors.js';
+export {
+  DEFAULT_LIVENESS_MS,
+  LIVENESS_ENV,
+  type LivenessTimeouts,
+  livenessFromEnv,
+  livenessTimeouts,
+} from './wire/liveness.js';
 export {
   type CoordinatorMessage,
   type EpochMetrics,

@@ -1,6 +1,7 @@
 // CoordinatorHost and the launcher's exit feed, in one process: a reported process end is a
 // death the coordinator acts on at once, and an elastic run's maxFailure becomes its own.
 import { afterEach, describe, expect, it } from 'vitest';
+import type { CoordinatorOptions } from '../src/coordinator/index.js';
 import { CoordinatorHost } from '../src/host/index.js';
 import { RankExitFeed } from '../src/launcher/index.js';
 import { ControlServer, createRunSecret } from '../src/wire/index.js';
@@ -10,13 +11,13 @@ afterEach(async () => {
   for (const server of servers.splice(0)) await server.close({ timeoutMs: 1000 });
 });
 
-async function attach(run: RankExitFeed) {
+async function attach(run: RankExitFeed, coordinator: Partial<CoordinatorOptions> = {}) {
   const server = await ControlServer.listen({ secret: createRunSecret(), worldSize: 3 });
   servers.push(server);
   const host = CoordinatorHost.attach(server, {
     mode: 'NcclCadence',
     run,
-    coordinator: { worldSize: 3, totalSamples: 480, batchSize: 16, numEpochs: 1 },
+    coordinator: { worldSize: 3, totalSamples: 480, batchSize: 16, numEpochs: 1, ...coordinator },
   });
   // Formation without sockets: the coordinator only needs the joins.
   for (const rank of [0, 1, 2]) host.feed({ type: 'RankJoined', rank });
@@ -80,5 +81,39 @@ describe('CoordinatorHost with the launcher run', () => {
   it('leaves maxFailure alone in a plain run (the launcher stops everyone at the first death)', async () => {
     const host = await attach(new RankExitFeed(3, false, undefined));
     expect(host.coordinator.config.maxFailure).toBeUndefined();
+  });
+
+  it('takes its heartbeat timeout from the run, ends ranks it declares dead, and those still running long after the finish', async () => {
+    const run = new RankExitFeed(3, true, { absolute: 2 }, 500);
+    const stopped: [number, string][] = [];
+    const running = new Set([0, 1, 2]);
+    // The launcher's side of the run: which processes run, and stopping one.
+    run.supervise({
+      ranks: () =>
+        [0, 1, 2].map((rank) => ({ rank, localRank: rank, pid: 100 + rank, running: running.has(rank) })),
+      stopRank: (rank, reason) => {
+        stopped.push([rank, reason]);
+        return running.has(rank);
+      },
+    });
+    const host = await attach(run, { callbackTimeoutMs: 1 });
+    expect(host.coordinator.config.heartbeatTimeoutMs).toBe(500);
+    // A dropped connection: the process gets min(2 s, livenessMs) to end on its own first.
+    host.feed({ type: 'ConnectionLost', rank: 1, message: 'control connection closed' });
+    expect(stopped).toEqual([]);
+    // A reported process end is not stopped at all.
+    running.delete(2);
+    run.emit({ rank: 2, localRank: 2, pid: 102, exitCode: 3, signal: null, outcome: 'failed' });
+    expect(host.coordinator.finishReason).toBe('MaxFailureExceeded');
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    expect(stopped).toEqual([
+      [1, 'declared dead by the coordinator (connection-lost: control connection closed)'],
+    ]);
+    // Ranks 0 and 1 never exit: after max(2 × livenessMs, callbackTimeoutMs) they are ended.
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(stopped.slice(1)).toEqual([
+      [0, 'still running 1000 ms after the run finished'],
+      [1, 'still running 1000 ms after the run finished'],
+    ]);
   });
 });

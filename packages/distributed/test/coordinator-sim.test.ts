@@ -151,7 +151,8 @@ describe('ElChe through the coordinator (simulated ranks)', () => {
   it('shrinks around a rank that hangs, detected by heartbeat staleness', () => {
     const { sim, result } = run('CpuCadence', {
       ranks: SPEEDS.map((spec, rank) => (rank === 1 ? { ...spec, hangAtMs: 4_000 } : spec)),
-      coordinator: { heartbeatTimeoutMs: 3_000 },
+      // Heartbeat staleness alone (stall suspicion off; coordinator-stall.test.ts has it on).
+      coordinator: { heartbeatTimeoutMs: 3_000, stallFactor: 0 },
     });
     expect(result.finished).toBe(true);
     const [dead] = result.notices.filter((notice) => notice.type === 'RankDead');

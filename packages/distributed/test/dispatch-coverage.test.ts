@@ -8,6 +8,7 @@ import {
   type SimulationResult,
   usableSamples,
 } from '../src/coordinator/index.js';
+import { coverage, expectExactCover } from './fixtures/coverage.js';
 
 const BATCH = 32;
 const SAMPLES = 20_005;
@@ -23,30 +24,6 @@ function simulate(mode: ElCheMode, ranks: SimulatedRankSpec[]): SimulationResult
   }).run();
 }
 
-/** Samples each epoch covered: finished slices, plus what a dead rank ran of a whole partition (Sync credits it). */
-function coverage(result: SimulationResult, creditsPartial: boolean): Map<number, [number, number][]> {
-  const byEpoch = new Map<number, [number, number][]>();
-  const add = (epoch: number, offset: number, size: number) => {
-    if (size <= 0) return;
-    const ranges = byEpoch.get(epoch) ?? [];
-    ranges.push([offset, offset + size]);
-    byEpoch.set(epoch, ranges);
-  };
-  for (const slice of result.completed) add(slice.epoch, slice.offset, slice.size);
-  if (creditsPartial) for (const slice of result.abandoned) add(slice.epoch, slice.offset, slice.doneSamples);
-  return byEpoch;
-}
-
-function expectExactCover(ranges: [number, number][]): void {
-  const sorted = [...ranges].sort((left, right) => left[0] - right[0]);
-  let cursor = 0;
-  for (const [start, end] of sorted) {
-    expect(start).toBe(cursor); // no gap, no overlap
-    cursor = end;
-  }
-  expect(cursor).toBe(USABLE);
-}
-
 const SPEEDS: SimulatedRankSpec[] = [{ msPerBatch: 35 }, { msPerBatch: 17.5 }, { msPerBatch: 10 }];
 
 describe('epoch coverage', () => {
@@ -56,7 +33,7 @@ describe('epoch coverage', () => {
       expect(result.finished).toBe(true);
       const covered = coverage(result, false);
       expect([...covered.keys()].sort()).toEqual([0, 1, 2]);
-      for (const ranges of covered.values()) expectExactCover(ranges);
+      for (const ranges of covered.values()) expectExactCover(ranges, USABLE);
       expect(
         result.epochs.map((epoch) => epoch.perRankSamples.reduce((sum, count) => sum + count, 0)),
       ).toEqual(new Array(EPOCHS).fill(USABLE));
@@ -68,7 +45,7 @@ describe('epoch coverage', () => {
       expect(result.finished).toBe(true);
       expect(result.notices.some((notice) => notice.type === 'RankDead')).toBe(true);
       const progressive = !mode.endsWith('Sync');
-      for (const ranges of coverage(result, !progressive).values()) expectExactCover(ranges);
+      for (const ranges of coverage(result, !progressive).values()) expectExactCover(ranges, USABLE);
       if (!progressive) {
         expect(result.commands.some(({ command }) => command.type === 'ExtendPartition')).toBe(true);
       }

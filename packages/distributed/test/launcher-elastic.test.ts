@@ -2,7 +2,8 @@
 // the ranks of test/fixtures/launcher-rank.ts handshake and exit, or fail on cue).
 
 import { spawnSync } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FlodlError } from '@flodl/tensor-native';
@@ -11,15 +12,22 @@ import { describe, expect, it } from 'vitest';
 import {
   deathRecordPath,
   describeLost,
+  type LaunchRun,
   launch,
   parseLaunchArgs,
   type RankExitEvent,
   RankFailedError,
+  type RankProcessInfo,
 } from '../src/launcher/index.js';
 import './fixtures/cluster-setup.js'; // runs the .ts rank fixtures through this package's tsx
+import { alive } from './fixtures/process-alive.js';
 
 // A failing rank can reset its connection; the coordinator logs the drop (expected here).
-captureWarnings([/^\[flodl\] dropped connection from .*: wire: connection error: read (ECONNRESET|EPIPE)/]);
+captureWarnings([
+  /^\[flodl\] dropped connection from .*: wire: connection error: read (ECONNRESET|EPIPE)/,
+  // The SIGSTOPped rank of the liveness test is dropped for silence.
+  /^\[flodl\] dropped connection from .*: wire: rank 1's control channel timed out after 1000 ms/,
+]);
 
 const here = dirname(fileURLToPath(import.meta.url));
 const rankScript = join(here, 'fixtures', 'launcher-rank.ts');
@@ -42,6 +50,81 @@ function elastic(scenario: object, extra: { maxFailure?: { absolute: number } } 
   });
   return { promise, exits };
 }
+
+/** Runs 3 ranks where rank 1 hangs; `act` gets the run once rank 1 is ready. */
+async function withHungRank(act: (run: LaunchRun) => void, livenessMs?: number) {
+  const recordDir = mkdtempSync(join(tmpdir(), 'flodl-stop-rank-'));
+  let listed: RankProcessInfo[] = [];
+  try {
+    const result = await launch({
+      nproc: 3,
+      script: rankScript,
+      args: [JSON.stringify({ 1: { action: 'hang' } })],
+      stdio: 'ignore',
+      timeoutMs: 20_000,
+      killGraceMs: 1000,
+      elastic: true,
+      recordDir,
+      ...(livenessMs ? { livenessMs } : {}),
+      onServer: (_server, run) => {
+        expect(run.livenessMs).toBe(livenessMs ?? 30_000);
+        const timer = setInterval(() => {
+          if (!existsSync(join(recordDir, 'ready-1'))) return;
+          clearInterval(timer);
+          listed = run.ranks();
+          act(run);
+        }, 20);
+        run.onRankExit(() => run.ranks().some((rank) => rank.running) || clearInterval(timer));
+      },
+    });
+    return { result, listed };
+  } finally {
+    rmSync(recordDir, { recursive: true, force: true });
+  }
+}
+
+describe('the run handle: rank pids, stopRank, hung ranks', () => {
+  it.concurrent('lists the rank pids and stops one rank, reported as lost with the reason', async () => {
+    const { result, listed } = await withHungRank((run) => {
+      expect(run.stopRank(7)).toBe(false);
+      expect(run.stopRank(1, { reason: 'stopped by the test' })).toBe(true);
+    });
+    expect(listed.map((rank) => rank.rank)).toEqual([0, 1, 2]);
+    expect(listed.every((rank) => rank.pid > 0)).toBe(true);
+    expect(listed[1]!.running).toBe(true);
+    expect(result.ranks.map((rank) => rank.outcome)).toEqual(['ok', 'failed', 'ok']);
+    expect(result.ranks.map((rank) => rank.pid)).toEqual(listed.map((rank) => rank.pid));
+    expect(result.lost).toHaveLength(1);
+    expect(result.lost[0]).toMatchObject({ rank: 1, signal: 'SIGTERM', source: 'launcher' });
+    expect(result.lost[0]!.message).toBe('stopped by the test; ended by the launcher (SIGTERM)');
+    expect(alive(listed[1]!.pid)).toBe(false);
+  });
+
+  it.concurrent('ends a SIGSTOPped rank the server dropped for silence (no coordinator), after livenessMs', async () => {
+    const { result, listed } = await withHungRank((run) => {
+      process.kill(run.ranks()[1]!.pid, 'SIGSTOP');
+    }, 1000);
+    expect(result.ranks.map((rank) => rank.outcome)).toEqual(['ok', 'failed', 'ok']);
+    expect(result.lost[0]!.message).toMatch(/^silent for 1000 ms; ended by the launcher \(SIG(TERM|KILL)\)$/);
+    expect(alive(listed[1]!.pid)).toBe(false);
+  });
+
+  it('rejects a liveness setting under 500 ms and unknown server limits', async () => {
+    for (const options of [
+      { livenessMs: 100 },
+      { server: { bogus: 1 } },
+      { server: { maxPendingHandshakes: 0 } },
+      { server: { idleTimeoutMs: -1 } },
+    ]) {
+      const error = await launch({ nproc: 1, script: rankScript, ...options } as never).catch(
+        (caught) => caught,
+      );
+      expect(FlodlError.isInstance(error) && error.code, JSON.stringify(options)).toBe(
+        'ERR_INVALID_ARGUMENT',
+      );
+    }
+  });
+});
 
 describe('launch({ elastic: true })', () => {
   it('keeps the other ranks running, reports every exit as it happens and lists the lost rank', async () => {

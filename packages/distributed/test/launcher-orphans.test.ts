@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { KILL_GRACE_ENV, LAUNCHER_PID_ENV, orphanGuardNodeArgs, resolveTsx } from '../src/launcher/index.js';
 import './fixtures/cluster-setup.js'; // runs the .ts rank fixtures through this package's tsx
+import { alive } from './fixtures/process-alive.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const driver = join(here, 'fixtures', 'orphan-launcher.ts');
@@ -14,21 +15,6 @@ interface RankRecord {
   pid: number;
   ppid: number;
   launcherPid: number;
-}
-
-/** True while `pid` runs (a zombie waiting for its reaper counts as gone). */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code !== 'ESRCH';
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return true;
-  }
 }
 
 async function until(predicate: () => boolean, timeoutMs: number): Promise<boolean> {
@@ -50,6 +36,8 @@ describe('orphan protection', () => {
   it.each([
     ['ranks that sleep', 'plain', 3000],
     ['ranks that ignore SIGTERM (SIGKILL after the grace), output piped', 'ignore-term', 4500],
+    // Their own guard cannot run: the launcher's reaper process, outside the ranks, stops them.
+    ['ranks frozen by SIGSTOP', 'stopped', 3000],
   ])('stops %s within seconds of the launcher being SIGKILLed', async (_title, variant, withinMs) => {
     const folder = mkdtempSync(join(tmpdir(), 'flodl-orphans-'));
     const launcher = spawn(
@@ -70,6 +58,7 @@ describe('orphan protection', () => {
         expect(record).toMatchObject({ ppid: launcher.pid, launcherPid: launcher.pid });
         expect(alive(record.pid)).toBe(true);
       }
+      if (variant === 'stopped') for (const record of records) process.kill(record.pid, 'SIGSTOP');
       const killed = Date.now();
       launcher.kill('SIGKILL');
       await exited(launcher);

@@ -25,6 +25,7 @@ import {
   FrameReader,
   HEADER_OFFSET,
   kindsOf,
+  MAX_HANDSHAKE_PAYLOAD_BYTES,
   MAX_PAYLOAD_BYTES,
   MessageKind,
   type RankMessage,
@@ -106,6 +107,7 @@ function helloFrame(): Uint8Array {
 function flipBits(
   frame: Uint8Array,
   accepted: ReadonlySet<number>,
+  maxPayloadBytes = MAX_PAYLOAD_BYTES,
 ): { bytes: Uint8Array; expected: WireRejection } {
   const bytes = frame.slice();
   const flips = 1 + integer(3);
@@ -124,7 +126,7 @@ function flipBits(
     return { bytes, expected: 'kind' };
   if (changed(HEADER_OFFSET.payloadLength, 4)) {
     const length = after.getUint32(HEADER_OFFSET.payloadLength, true);
-    if (length > MAX_PAYLOAD_BYTES) return { bytes, expected: 'length' };
+    if (length > maxPayloadBytes) return { bytes, expected: 'length' };
     // A longer claim waits for bytes that never come; a shorter one mis-tags.
     if (length > before.getUint32(HEADER_OFFSET.payloadLength, true)) return { bytes, expected: 'truncated' };
   }
@@ -234,7 +236,7 @@ const CASES: [weight: number, FuzzCase][] = [
       name: 'bit-flipped Hello',
       session: false,
       frames: () => {
-        const { bytes, expected } = flipBits(helloFrame(), HELLO_ONLY);
+        const { bytes, expected } = flipBits(helloFrame(), HELLO_ONLY, MAX_HANDSHAKE_PAYLOAD_BYTES);
         return { bytes: [bytes], valid: 0, expected };
       },
     },

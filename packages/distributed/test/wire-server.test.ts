@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import type { Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
+  BOOTSTRAP_CAPABILITY,
   type ConnectionErrorEvent,
   ControlClient,
   type ControlClientOptions,
@@ -11,9 +12,14 @@ import {
   createHello,
   createRunSecret,
   decodeMessage,
+  encodeFrameHeader,
   FrameReader,
+  MAX_HANDSHAKE_PAYLOAD_BYTES,
+  MAX_PAYLOAD_BYTES,
   MessageKind,
+  PROTOCOL_VERSION,
   type RankMessage,
+  toKeyObject,
   type WireError,
 } from '../src/wire/index.js';
 import {
@@ -185,6 +191,57 @@ describe('handshake', () => {
     expect(errors[0]!.error.message).toMatch(
       /^wire: the handshake timed out after 100 ms \(no Hello from 127\.0\.0\.1:\d+\)$/,
     );
+  });
+});
+
+describe('before the handshake', () => {
+  it('refuses frames over 16 KiB before the handshake: many oversize Hellos, memory bounded', async () => {
+    const { server, errors } = await startServer();
+    const before = process.memoryUsage().arrayBuffers;
+    // Each claims a full 16 MiB Hello and sends 64 KiB of it.
+    const header = encodeFrameHeader(
+      toKeyObject(secret),
+      { version: PROTOCOL_VERSION, kind: MessageKind.Hello, sequence: 0 },
+      [],
+      MAX_PAYLOAD_BYTES,
+    );
+    const sockets = await Promise.all(Array.from({ length: 64 }, () => rawConnect(server.port)));
+    for (const socket of sockets) {
+      socket.on('error', () => {});
+      socket.write(header);
+      socket.write(new Uint8Array(64 * 1024));
+    }
+    await Promise.all(sockets.map((socket) => closedSocket(socket)));
+    await eventually(() => errors.length === 64);
+    expect(new Set(errors.map((event) => (event.error as WireError).reason))).toEqual(new Set(['length']));
+    expect(errors[0]!.error.message).toMatch(/payload exceeds the cap/);
+    expect(JSON.stringify(errors[0]!.error)).toContain(`at most ${MAX_HANDSHAKE_PAYLOAD_BYTES} bytes`);
+    // Nothing near 64 × 16 MiB was ever held.
+    expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(64 * 1024 * 1024);
+    // A rank still gets in, and may then send frames up to the full cap.
+    const client = await startClient(server.port, { rank: 0 });
+    expect(server.connectedRanks()).toEqual([0]);
+    await client.send({ type: 'Heartbeat', stepCount: 1 });
+  });
+
+  it('a setup connection (BOOTSTRAP_CAPABILITY) closes without reading as a death', async () => {
+    const { server } = await startServer();
+    const disconnects: [number, unknown][] = [];
+    server.on('rankDisconnected', (rank, error) => disconnects.push([rank, error]));
+    const bootstrap = await ControlClient.connect({
+      port: server.port,
+      secret,
+      rank: 2,
+      worldSize: 4,
+      capabilities: [BOOTSTRAP_CAPABILITY],
+    });
+    await bootstrap.close();
+    const plain = await ControlClient.connect({ port: server.port, secret, rank: 3, worldSize: 4 });
+    await plain.close();
+    await eventually(() => disconnects.length === 2);
+    expect(disconnects[0]).toEqual([2, undefined]);
+    expect(disconnects[1]![0]).toBe(3);
+    expect((disconnects[1]![1] as Error).message).toMatch(/disconnected without saying Exiting/);
   });
 });
 

@@ -63,6 +63,10 @@ export class CallbackScheduler {
   get pendingCheckpoint(): boolean {
     return this.#pendingCheckpoint !== undefined;
   }
+  /** True while `rank` runs a pending eval or checkpoint (its training may pause meanwhile). */
+  busyWith(rank: number): boolean {
+    return this.#pendingEval?.rank === rank || this.#pendingCheckpoint?.rank === rank;
+  }
 
   /** Records a cooperative intent: a request served at the next coherent boundary. */
   request(kind: IntentKind): void {

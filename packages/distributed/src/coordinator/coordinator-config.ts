@@ -36,6 +36,16 @@ export interface CoordinatorOptions {
   epochCallback?: boolean;
   /** Rank heartbeat staleness that declares death (ms, scaled). Default 30 000. */
   heartbeatTimeoutMs?: number;
+  /**
+   * Stall suspicion: a live rank that owes work (a chunk in flight, a round to join) and made
+   * no progress for `stallFactor ×` its own smoothed ms per batch (and at least `stallFloorMs`)
+   * is suspected: it leaves the cohort at once (its work goes to the others, the round in
+   * flight goes on without it) and is declared dead (`stalled`) once it went a whole
+   * `heartbeatTimeoutMs` without progress. 0 turns suspicion off. Default 10.
+   */
+  stallFactor?: number;
+  /** The least time without progress before a rank is suspected (ms, scaled). Default a third of `heartbeatTimeoutMs`. */
+  stallFloorMs?: number;
   /** Multiplies every network deadline (floDl `FLODL_NET_TIMEOUT_SCALE`, floor 0.1). Default 1. */
   netTimeoutScale?: number;
   /** Coordinator → rank beacon period (ms, never scaled). Default 1000. */
@@ -68,6 +78,8 @@ export interface CoordinatorConfig {
   readonly evalEveryEpochs: number | undefined;
   readonly epochCallback: boolean;
   readonly heartbeatTimeoutMs: number;
+  readonly stallFactor: number;
+  readonly stallFloorMs: number;
   readonly coordHeartbeatMs: number;
   readonly reduceStallMs: number;
   readonly callbackTimeoutMs: number;
@@ -92,6 +104,8 @@ const KNOWN_KEYS: readonly (keyof CoordinatorOptions)[] = [
   'evalEveryEpochs',
   'epochCallback',
   'heartbeatTimeoutMs',
+  'stallFactor',
+  'stallFloorMs',
   'netTimeoutScale',
   'coordHeartbeatMs',
   'reduceStallMs',
@@ -155,6 +169,11 @@ export function resolveCoordinatorConfig(options: CoordinatorOptions): Coordinat
   const duration = (name: string, value: unknown, fallback: number) =>
     (value === undefined ? fallback : checkNumberInRange(OP, name, value, 1, 1e12)) * scale;
   const maxFailure = raw.maxFailure === undefined ? undefined : checkMaxFailure(raw.maxFailure);
+  const heartbeatTimeoutMs = duration('heartbeatTimeoutMs', raw.heartbeatTimeoutMs, 30_000);
+  const stallFactor =
+    raw.stallFactor === undefined ? 10 : checkNumberInRange(OP, 'stallFactor', raw.stallFactor, 0, 1e6);
+  const stallFloorMs =
+    raw.stallFloorMs === undefined ? heartbeatTimeoutMs / 3 : duration('stallFloorMs', raw.stallFloorMs, 0);
   const minChunkBatches =
     raw.minChunkBatches === undefined
       ? MIN_CHUNK_BATCHES
@@ -179,7 +198,9 @@ export function resolveCoordinatorConfig(options: CoordinatorOptions): Coordinat
     checkpointEvery,
     evalEveryEpochs,
     epochCallback,
-    heartbeatTimeoutMs: duration('heartbeatTimeoutMs', raw.heartbeatTimeoutMs, 30_000),
+    heartbeatTimeoutMs,
+    stallFactor,
+    stallFloorMs,
     // The beacon cadence is deliberately left unscaled (floDl).
     coordHeartbeatMs:
       raw.coordHeartbeatMs === undefined

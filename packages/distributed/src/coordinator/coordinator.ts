@@ -35,6 +35,7 @@ import type { CoordinatorCommand, CoordinatorInput, CoordinatorOutput, RankRepor
 import { MetaController } from './meta-controller.js';
 import { aggregateEpochMetrics, EpochMetricsCollector } from './metrics.js';
 import { CallbackRoles } from './roles.js';
+import { StallWatch } from './stall-watch.js';
 
 /** The coordinator's lifecycle. */
 export type CoordinatorState = 'forming' | 'running' | 'finishing' | 'finished';
@@ -73,6 +74,15 @@ type Report<T extends RankReport['type']> = Extract<RankReport, { type: T }>;
  * ```
  * floDl: `ClusterCoordinator::new(ClusterCoordinatorConfig { .. })`, driven by its event loop.
  */
+/** Inputs that prove nothing of a rank's progress. */
+const NOT_PROGRESS: ReadonlySet<CoordinatorInput['type']> = new Set([
+  'Tick',
+  'ReduceCompleted',
+  'Heartbeat',
+  'RankExited',
+  'ConnectionLost',
+]);
+
 export class ClusterCoordinator {
   readonly config: CoordinatorConfig;
   readonly policy: ApplyPolicy;
@@ -97,6 +107,7 @@ export class ClusterCoordinator {
   #lastMasses: MassLedger | undefined;
   #lastStepCount: number[];
   #throttled: boolean[];
+  #stalls: StallWatch;
   #lastLr: number | undefined;
   #ncclGenerator: number | undefined;
   #lastBeacon = Number.NEGATIVE_INFINITY;
@@ -148,6 +159,7 @@ export class ClusterCoordinator {
     this.#divergence = new DivergenceSlots(worldSize);
     this.#lastStepCount = new Array<number>(worldSize).fill(0);
     this.#throttled = new Array<boolean>(worldSize).fill(false);
+    this.#stalls = new StallWatch(worldSize, this.config.stallFactor, this.config.stallFloorMs);
   }
 
   get state(): CoordinatorState {
@@ -199,6 +211,8 @@ export class ClusterCoordinator {
       this.#reject(input.type, 'rank out of range');
       return this.#out;
     }
+    // What a rank reports is progress; heartbeats (from its worker thread) and host reports are not.
+    if (!NOT_PROGRESS.has(input.type)) this.#stalls.progress(rank as number, this.#clock.now());
     switch (input.type) {
       case 'RankJoined':
         this.#onJoined(input.rank);
@@ -237,6 +251,8 @@ export class ClusterCoordinator {
         if (this.#admit(input.rank, input.type) && Number.isFinite(input.lr)) this.#lastLr = input.lr;
         break;
       case 'Heartbeat':
+        // A suspected rank's heartbeats are expected (it is alive, just not training): no notice.
+        if (this.membership.isSuspected(input.rank)) break;
         if (this.#admit(input.rank, input.type)) this.#lastStepCount[input.rank] = input.stepCount;
         break;
       case 'Exiting':
@@ -246,7 +262,7 @@ export class ClusterCoordinator {
         this.#onRankExited(input);
         break;
       case 'ConnectionLost':
-        if (this.membership.isLive(input.rank) && !this.#isFinished()) {
+        if (this.#inCohortOrSuspected(input.rank) && !this.#isFinished()) {
           this.#declareDead(input.rank, 'connection-lost', {
             message: input.message ?? 'control connection lost',
           });
@@ -667,6 +683,10 @@ export class ClusterCoordinator {
 
   #finish(reason: 'Completed' | SaveReason): void {
     this.#state = 'finished';
+    // A rank still suspected when the run ends never made its work: it is dead (and ended).
+    for (const rank of this.membership.suspectedRanks()) {
+      this.#recordDeath(rank, 'stalled', { message: 'stalled (work overdue) when the run finished' });
+    }
     if (this.#round?.backend === 'Cpu')
       this.#out.host.push({ type: 'Abandon', version: this.#round.version });
     this.#round = undefined;
@@ -701,14 +721,26 @@ export class ClusterCoordinator {
   }
 
   #onRankExited(input: Extract<CoordinatorInput, { type: 'RankExited' }>): void {
-    if (!this.membership.isLive(input.rank) || this.#isFinished()) return;
     const status = input.signal ?? `exit code ${input.exitCode ?? 'unknown'}`;
-    this.#declareDead(input.rank, 'process-exit', {
-      message: input.message ?? `process ended (${status})`,
+    const exit = {
       ...(input.exitCode === undefined ? {} : { exitCode: input.exitCode }),
       ...(input.signal === undefined ? {} : { signal: input.signal }),
       ...(input.pid === undefined ? {} : { pid: input.pid }),
       ...(input.stack === undefined ? {} : { stack: input.stack }),
+    };
+    // Declared dead earlier (its connection dropped first, or it went silent): the record
+    // keeps that cause and gains the exit status.
+    if (this.membership.isDead(input.rank)) {
+      this.membership.mergeExit(input.rank, {
+        ...exit,
+        message: input.message ?? `process ended (${status})`,
+      });
+      return;
+    }
+    if (!this.#inCohortOrSuspected(input.rank) || this.#isFinished()) return;
+    this.#declareDead(input.rank, 'process-exit', {
+      message: input.message ?? `process ended (${status})`,
+      ...exit,
     });
   }
 
@@ -723,6 +755,24 @@ export class ClusterCoordinator {
     cause: DeathCause,
     details: Pick<RankDeathRecord, 'message'> & Partial<RankDeathRecord>,
   ) {
+    const suspected = this.membership.isSuspected(rank);
+    if (!this.#recordDeath(rank, cause, details)) return;
+    if (!suspected) {
+      this.#shrink(rank);
+      return;
+    }
+    // A suspected rank left the cohort already: only the failure threshold can change now.
+    const breach = this.#failureBreach();
+    if (breach === 'AllRanksLost') this.#finish(breach);
+    else if (breach) this.#saveAndExit(breach);
+  }
+
+  /** Records the death and reports it (`RankDead`); false when the rank was already out. */
+  #recordDeath(
+    rank: number,
+    cause: DeathCause,
+    details: Pick<RankDeathRecord, 'message'> & Partial<RankDeathRecord>,
+  ): boolean {
     const record: RankDeathRecord = {
       ...details,
       rank,
@@ -730,8 +780,21 @@ export class ClusterCoordinator {
       timeMs: this.#clock.now(),
       lastStepCount: this.#lastStepCount[rank] ?? 0,
     };
-    if (!this.membership.markDead(record)) return;
+    if (!this.membership.markDead(record)) return false;
     this.#out.notices.push({ type: 'RankDead', record });
+    return true;
+  }
+
+  #inCohortOrSuspected(rank: number): boolean {
+    return this.membership.isLive(rank) || this.membership.isSuspected(rank);
+  }
+
+  /**
+   * Takes a rank out of the cohort (a death, or a suspected stall): drops it from the round in
+   * flight, from ElChe and the roles, returns its data to the others, and either continues
+   * (NCCL: after re-forming the communicator) or saves and exits when a threshold is crossed.
+   */
+  #shrink(rank: number): void {
     this.#throttled[rank] = false;
     this.#divergence.drop(rank);
     this.#dropFromRound(rank);
@@ -749,8 +812,14 @@ export class ClusterCoordinator {
       }
     }
     const breach = this.#failureBreach();
-    if (breach === 'AllRanksLost') return this.#finish(breach);
-    if (breach) return this.#saveAndExit(breach);
+    if (breach === 'AllRanksLost') {
+      this.#finish(breach);
+      return;
+    }
+    if (breach) {
+      this.#saveAndExit(breach);
+      return;
+    }
     this.callbacks.broadcastRoleIfDirty();
     if (this.backend === 'Nccl') {
       // Survivors abort the communicator; the lowest survivor generates the new session id.
@@ -813,6 +882,8 @@ export class ClusterCoordinator {
       });
     }
     if (this.#isFinished()) return;
+    this.#watchStalls(now);
+    if (this.#isFinished()) return;
     if (this.#round && now - this.#round.startedAt > this.config.reduceStallMs) {
       this.#saveAndExit('ReduceStall');
       return;
@@ -822,6 +893,71 @@ export class ClusterCoordinator {
       this.#broadcast({ type: 'CoordHeartbeat' });
     }
     if (this.#state === 'finishing' && this.callbacks.expire(now)) this.#advanceTail();
+  }
+
+  /**
+   * Stall suspicion: a live rank that owes work and made no progress for far longer than its
+   * own smoothed step time leaves the cohort (its work goes to the others); a rank without
+   * progress for the whole heartbeat timeout (or its allowance, when longer) is declared dead,
+   * suspected or not. A rank is never suspected when its leaving would end the run (the last
+   * live rank, NCCL's last pair): it is declared dead at the timeout instead. Before a rank has
+   * a smoothed step time, only heartbeat staleness applies.
+   */
+  #watchStalls(now: number): void {
+    const timeoutMs = this.config.heartbeatTimeoutMs;
+    if (!this.#stalls.enabled) return;
+    const stalled = (rank: number, allowanceMs?: number): boolean => {
+      if (!this.#stalls.deathDue(rank, now, timeoutMs, allowanceMs)) return false;
+      const silentMs = now - this.#stalls.lastProgress(rank);
+      this.#declareDead(rank, 'stalled', { message: `owed work and made no progress for ${silentMs} ms` });
+      return true;
+    };
+    for (const rank of this.membership.suspectedRanks()) {
+      if (stalled(rank) && this.#isFinished()) return;
+    }
+    if (this.#state !== 'running') return;
+    for (const rank of this.membership.liveRanks()) {
+      // Owing nothing keeps the clock current: the allowance starts when work is owed.
+      if (!this.#owesWork(rank)) {
+        this.#stalls.progress(rank, now);
+        continue;
+      }
+      // Before its first smoothed reading (warm-up, compilation) nothing says how long a step
+      // may take: only heartbeat staleness applies.
+      const smoothedMs = this.elChe.smoothedMs(rank);
+      if (smoothedMs === undefined) continue;
+      const allowanceMs = this.#stalls.allowanceMs(smoothedMs);
+      if (stalled(rank, allowanceMs)) {
+        if (this.#state !== 'running') return;
+        continue;
+      }
+      if (!this.#stalls.overdue(rank, now, smoothedMs)) continue;
+      if (!this.#canSuspect()) continue;
+      this.membership.suspect(rank);
+      this.#stalls.suspected(rank, allowanceMs);
+      this.#out.notices.push({
+        type: 'RankSuspected',
+        rank,
+        overdueMs: now - this.#stalls.lastProgress(rank),
+        allowanceMs,
+      });
+      this.#shrink(rank);
+      if (this.#state !== 'running') return;
+    }
+  }
+
+  /** `rank` has work to run or a round to join, and nothing (a throttle, a callback, the reduce) excuses a pause. */
+  #owesWork(rank: number): boolean {
+    if (this.#throttled[rank] || this.callbacks.busyWith(rank) || this.#heldAtReduce(rank)) return false;
+    const round = this.#round;
+    if (round?.participants.has(rank)) return !round.joined.has(rank);
+    return this.dispatcher.inFlightBatches(rank) > 0;
+  }
+
+  /** Whether one more rank can leave without ending the run. */
+  #canSuspect(): boolean {
+    const left = this.membership.liveCount - 1;
+    return left >= 1 && !(this.backend === 'Nccl' && this.config.worldSize >= 2 && left < 2);
   }
 
   // --- plumbing ---------------------------------------------------------------------------

@@ -4,7 +4,13 @@ import type { SaveReason } from '../wire/messages.js';
 export type { SaveReason };
 
 /** How a rank's death was detected. */
-export type DeathCause = 'heartbeat-timeout' | 'process-exit' | 'exited-early' | 'connection-lost';
+export type DeathCause =
+  | 'heartbeat-timeout'
+  | 'process-exit'
+  | 'exited-early'
+  | 'connection-lost'
+  /** Suspected of a stall (work long overdue) and still without progress at the heartbeat timeout. */
+  | 'stalled';
 
 /**
  * A structured record of one rank's death (floDl `RankDeathRecord`): what post-mortems read
@@ -67,6 +73,7 @@ export class Membership {
   #joined: boolean[];
   #dead: boolean[];
   #exited: boolean[];
+  #suspected: boolean[];
   #lastSeen: number[];
   #records: RankDeathRecord[] = [];
   /** The live mask and live ranks, rebuilt after a join, death or exit (read on every decision). */
@@ -77,6 +84,7 @@ export class Membership {
     this.#joined = new Array<boolean>(worldSize).fill(false);
     this.#dead = new Array<boolean>(worldSize).fill(false);
     this.#exited = new Array<boolean>(worldSize).fill(false);
+    this.#suspected = new Array<boolean>(worldSize).fill(false);
     this.#lastSeen = new Array<number>(worldSize).fill(0);
   }
 
@@ -104,9 +112,31 @@ export class Membership {
     if (this.isLive(rank)) this.#lastSeen[rank] = now;
   }
 
-  /** Joined, not dead, not exited. */
+  /** Joined, not dead, not exited, not suspected of a stall. */
   isLive(rank: number): boolean {
-    return this.#joined[rank] === true && !this.#dead[rank] && !this.#exited[rank];
+    return this.#joined[rank] === true && !this.#dead[rank] && !this.#exited[rank] && !this.#suspected[rank];
+  }
+
+  /** Out of the cohort on suspicion of a stall, not yet declared dead. */
+  isSuspected(rank: number): boolean {
+    return this.#suspected[rank] === true && !this.#dead[rank];
+  }
+
+  /** Suspected ranks not yet declared dead, ascending. */
+  suspectedRanks(): number[] {
+    return this.#suspected.flatMap((suspected, rank) => (suspected && !this.#dead[rank] ? [rank] : []));
+  }
+
+  /**
+   * Takes a live rank out of the cohort on suspicion of a stall: it no longer counts as live
+   * (its work goes to the others), is not dead yet (no record, not counted against
+   * `maxFailure`) and never comes back; {@link markDead} ends it. False when not live.
+   */
+  suspect(rank: number): boolean {
+    if (!this.isLive(rank)) return false;
+    this.#suspected[rank] = true;
+    this.#live = undefined;
+    return true;
   }
 
   isDead(rank: number): boolean {
@@ -143,7 +173,7 @@ export class Membership {
     return this.#dead.filter(Boolean).length;
   }
 
-  /** Declares a death; false when the rank was already out. */
+  /** Declares a death (of a live or a suspected rank); false when the rank was already dead or exited. */
   markDead(record: RankDeathRecord): boolean {
     if (this.#dead[record.rank] || this.#exited[record.rank]) return false;
     this.#dead[record.rank] = true;
@@ -152,9 +182,34 @@ export class Membership {
     return true;
   }
 
+  /**
+   * Adds the process's end (exit code, signal, pid, its own message and stack) to the record
+   * of a rank already declared dead another way (a dropped connection, heartbeat silence):
+   * the first cause stays, the exit status joins it. False when `rank` has no record or the
+   * record already has an exit status.
+   */
+  mergeExit(
+    rank: number,
+    exit: Pick<RankDeathRecord, 'pid' | 'exitCode' | 'signal' | 'stack'> & { message?: string },
+  ): boolean {
+    const index = this.#records.findIndex((record) => record.rank === rank);
+    const record = this.#records[index];
+    if (!record || record.exitCode !== undefined || record.signal !== undefined) return false;
+    const merged: RankDeathRecord = {
+      ...record,
+      ...(exit.pid === undefined || record.pid !== undefined ? {} : { pid: exit.pid }),
+      ...(exit.exitCode === undefined ? {} : { exitCode: exit.exitCode }),
+      ...(exit.signal === undefined ? {} : { signal: exit.signal }),
+      ...(exit.stack === undefined || record.stack !== undefined ? {} : { stack: exit.stack }),
+      ...(exit.message === undefined ? {} : { message: `${record.message}; then ${exit.message}` }),
+    };
+    this.#records[index] = merged;
+    return true;
+  }
+
   /** Records a clean exit (after the coordinator's Shutdown). */
   markExited(rank: number): boolean {
-    if (this.#dead[rank] || this.#exited[rank]) return false;
+    if (this.#dead[rank] || this.#exited[rank] || this.#suspected[rank]) return false;
     this.#exited[rank] = true;
     this.#live = undefined;
     return true;

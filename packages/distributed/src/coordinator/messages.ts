@@ -114,6 +114,16 @@ export type CoordinatorNotice =
       readonly syncMs: number;
     }
   | { readonly type: 'AnchorChanged'; readonly from: number; readonly to: number }
+  /**
+   * `rank` owes work and made no progress for `overdueMs` (past its `allowanceMs`): it left
+   * the cohort, its work went to the others; it is declared dead (`stalled`) at the heartbeat timeout.
+   */
+  | {
+      readonly type: 'RankSuspected';
+      readonly rank: number;
+      readonly overdueMs: number;
+      readonly allowanceMs: number;
+    }
   | { readonly type: 'RankDead'; readonly record: RankDeathRecord }
   | { readonly type: 'InputRejected'; readonly input: string; readonly reason: string }
   | {

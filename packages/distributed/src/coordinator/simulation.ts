@@ -23,6 +23,11 @@ export interface SimulatedRankSpec {
   dieAtMs?: number;
   /** The rank stops responding at this time (only heartbeat staleness can notice). */
   hangAtMs?: number;
+  /**
+   * The rank stops training at this time but keeps heartbeating (a main thread stuck in a
+   * native call, heartbeats from the worker thread): only stall suspicion can notice.
+   */
+  stallAtMs?: number;
   /** Eval callback duration (ms). Default 20. */
   evalMs?: number;
   /** Checkpoint callback duration (ms). Default 30. */
@@ -100,6 +105,8 @@ interface RankState {
   throttled: boolean;
   /** No activity at all (crashed, hung, or shut down). */
   gone: boolean;
+  /** Gone but still heartbeating (`stallAtMs`). */
+  stalled?: boolean;
   /** The process ended (crash or clean exit); a hung rank is gone but has not exited. */
   exited: boolean;
   stepCount: number;
@@ -180,6 +187,7 @@ export class SimulatedCluster {
     for (const state of this.#ranks) {
       if (state.spec.dieAtMs !== undefined) this.#at(state.spec.dieAtMs, () => this.#die(state));
       if (state.spec.hangAtMs !== undefined) this.#at(state.spec.hangAtMs, () => this.#hang(state));
+      if (state.spec.stallAtMs !== undefined) this.#at(state.spec.stallAtMs, () => this.#hang(state, true));
       this.#at(0, () => this.#feed({ type: 'RankJoined', rank: state.rank }));
       this.#scheduleHeartbeat(state);
     }
@@ -239,9 +247,10 @@ export class SimulatedCluster {
       this.#snapshots.clear();
       this.#collective.clear();
       this.#reducePending = false;
-    } else if (notice.type === 'RankDead') {
-      this.#roundRanks.delete(notice.record.rank);
-      this.#collective.delete(notice.record.rank);
+    } else if (notice.type === 'RankDead' || notice.type === 'RankSuspected') {
+      const rank = notice.type === 'RankDead' ? notice.record.rank : notice.rank;
+      this.#roundRanks.delete(rank);
+      this.#collective.delete(rank);
       this.#maybeReduce();
     }
   }
@@ -455,16 +464,17 @@ export class SimulatedCluster {
     this.#maybeReduce();
   }
 
-  #hang(state: RankState): void {
+  #hang(state: RankState, heartbeating = false): void {
     if (state.gone) return;
     this.#abandon(state);
     state.gone = true;
+    state.stalled = heartbeating;
   }
 
   #scheduleHeartbeat(state: RankState): void {
     const period = this.options.heartbeatMs ?? 1000;
     this.#at(this.clock.now() + period, () => {
-      if (state.gone || this.coordinator.state === 'finished') return;
+      if ((state.gone && !state.stalled) || this.coordinator.state === 'finished') return;
       this.#feed({ type: 'Heartbeat', rank: state.rank, stepCount: state.stepCount });
       this.#scheduleHeartbeat(state);
     });

@@ -3,6 +3,7 @@ import type { HostTensor } from '../averaging/host.js';
 import type { Clock } from '../coordinator/clock.js';
 import { ClusterCoordinator } from '../coordinator/coordinator.js';
 import type { CoordinatorOptions } from '../coordinator/coordinator-config.js';
+import type { RankDeathRecord } from '../coordinator/membership.js';
 import type {
   AddressedCommand,
   CoordinatorInput,
@@ -14,12 +15,17 @@ import type { LaunchMode } from '../launcher/options.js';
 import type { LaunchRun, RankExitEvent } from '../launcher/run.js';
 import { isCollectiveMode } from '../session/session.js';
 import type { ReceivedContribution } from '../wire/data-channel.js';
+import { BOOTSTRAP_CAPABILITY } from '../wire/handshake.js';
+import { DEFAULT_LIVENESS_MS } from '../wire/liveness.js';
 import type { CoordinatorMessage, Hello } from '../wire/messages.js';
 import type { ControlServer } from '../wire/server.js';
 import { foldRound, sendConsensus } from './host-reduce.js';
 import type { HostRound } from './host-round.js';
 import { JoinRule } from './join-rule.js';
 import { coordinatorOptionsFor, runSettingsOf } from './run-settings.js';
+
+/** How long a rank that dropped its connection may take to end on its own before it is stopped, ms. */
+const LEAVING_GRACE_MS = 2000;
 
 /** Options of {@link CoordinatorHost.attach}. */
 export interface CoordinatorHostOptions {
@@ -37,7 +43,10 @@ export interface CoordinatorHostOptions {
   tickMs?: number;
   /** The coordinator's clock. Default `Date.now`. */
   clock?: Clock;
-  /** Bound on receiving a snapshot (host modes), ms; a rank past it is dropped from the round. Default 60 000. */
+  /**
+   * Bound on receiving a snapshot (host modes), ms; a rank past it is dropped from the round.
+   * Default twice the run's `livenessMs` (60 000 without a run).
+   */
   timeoutMs?: number;
   /** Every notice the coordinator produced, as it produced it. */
   onNotice?: (notice: CoordinatorNotice) => void;
@@ -91,7 +100,8 @@ interface HostReduce {
  * them with the mass law, ships the consensus on the data channels and reports
  * `ReduceCompleted` (the coordinator then sends `Update`). A rank that dies mid-round (its
  * process ends, its connection or data channel drops, or its snapshot does not come within
- * `timeoutMs`) is declared dead and left out: the round completes with the survivors, its sum
+ * `timeoutMs`) is declared dead and left out (and, when its process still runs, ended through
+ * the run's `stopRank`): the round completes with the survivors, its sum
  * and divisor over exactly their contributions. Collective modes: the coordinator's re-formation
  * commands (`DeclareDead`, `RequestNewNcclId`, `NewNcclSession`) reach the ranks, which rebuild
  * their process group among the survivors.
@@ -117,6 +127,7 @@ export class CoordinatorHost {
   #chains = new Map<number, Promise<void>>();
   #reduce: HostReduce | undefined;
   #timer: ReturnType<typeof setInterval> | undefined;
+  #exitWatch: ReturnType<typeof setTimeout> | undefined;
   readonly #collective: boolean;
   readonly #observers = new Set<CoordinatorHostObserver>();
 
@@ -129,8 +140,15 @@ export class CoordinatorHost {
     const elche = options.coordinator.elche ?? { mode: options.mode };
     const maxFailure =
       options.coordinator.maxFailure ?? (options.run?.elastic ? options.run.maxFailure : undefined);
+    // The run's one liveness setting gives the heartbeat timeout unless the options name one.
+    const heartbeatTimeoutMs = options.coordinator.heartbeatTimeoutMs ?? options.run?.livenessMs;
     this.coordinator = new ClusterCoordinator(
-      { ...options.coordinator, elche, ...(maxFailure ? { maxFailure } : {}) },
+      {
+        ...options.coordinator,
+        elche,
+        ...(maxFailure ? { maxFailure } : {}),
+        ...(heartbeatTimeoutMs === undefined ? {} : { heartbeatTimeoutMs }),
+      },
       options.clock ?? { now: () => Date.now() },
     );
   }
@@ -180,8 +198,10 @@ export class CoordinatorHost {
       if (message.type === 'SnapshotReady') this.#onSnapshot(rank, message.version);
       this.feed({ ...message, rank } as CoordinatorInput);
     });
-    server.on('rankDisconnected', (rank, error) => {
-      // A newer connection of the same rank is still up (the bootstrap one closed late).
+    server.on('rankDisconnected', (rank, error, hello) => {
+      // A setup connection's close says nothing of the rank; nor does one with a newer
+      // connection of the same rank still up.
+      if (hello.capabilities.includes(BOOTSTRAP_CAPABILITY)) return;
       if (!this.#joins.has(rank) || server.connectedRanks().includes(rank)) return;
       // A clean close without Exiting is a loss too (the coordinator ignores it once finished).
       this.feed({ type: 'ConnectionLost', rank, message: error?.message ?? 'control connection closed' });
@@ -238,6 +258,7 @@ export class CoordinatorHost {
   feed(input: CoordinatorInput): void {
     const output = this.coordinator.handle(input);
     for (const notice of output.notices) {
+      if (notice.type === 'RankDead') this.#endDeclaredDead(notice.record);
       this.notices.push(notice);
       this.options.onNotice?.(notice);
       this.#tell('notice', notice);
@@ -249,7 +270,48 @@ export class CoordinatorHost {
       this.#tell('command', addressed);
       this.#dispatch(addressed);
     }
-    if (this.finished) this.detach();
+    if (this.finished) {
+      this.detach();
+      this.#watchExits();
+    }
+  }
+
+  /**
+   * A rank declared dead whose process still runs (hung, stalled) is ended, not waited on. A
+   * rank that dropped its connection or said Exiting early is most likely on its way out:
+   * it gets a moment to end on its own (its own exit status then stays its record).
+   */
+  #endDeclaredDead(record: RankDeathRecord): void {
+    const run = this.options.run;
+    if (!run || record.cause === 'process-exit') return;
+    const stop = (): void => {
+      run.stopRank(record.rank, {
+        reason: `declared dead by the coordinator (${record.cause}: ${record.message})`,
+      });
+    };
+    if (record.cause === 'heartbeat-timeout' || record.cause === 'stalled') {
+      stop();
+      return;
+    }
+    setTimeout(stop, Math.min(LEAVING_GRACE_MS, run.livenessMs)).unref?.();
+  }
+
+  /**
+   * Once the run finished, every rank process should end on its own (after a final save at
+   * most): one still running past `max(2 × livenessMs, callbackTimeoutMs)` is ended through
+   * the run's `stopRank`, so the launcher never waits on it forever.
+   */
+  #watchExits(): void {
+    const run = this.options.run;
+    if (!run || this.#exitWatch) return;
+    const boundMs = Math.max(2 * run.livenessMs, this.coordinator.config.callbackTimeoutMs);
+    this.#exitWatch = setTimeout(() => {
+      for (const rank of run.ranks()) {
+        if (rank.running)
+          run.stopRank(rank.rank, { reason: `still running ${boundMs} ms after the run finished` });
+      }
+    }, boundMs);
+    this.#exitWatch.unref?.();
   }
 
   #onHostCommand(command: HostCommand): void {
@@ -310,13 +372,17 @@ export class CoordinatorHost {
           ),
         );
       else {
-        channel.receiveContribution({ timeoutMs: this.options.timeoutMs ?? 60_000 }).then(
-          (contribution) => {
-            reduce.received.set(rank, contribution);
-            this.#maybeClose(reduce);
-          },
-          (error: unknown) => this.#contributionLost(reduce, rank, error),
-        );
+        channel
+          .receiveContribution({
+            timeoutMs: this.options.timeoutMs ?? 2 * (this.options.run?.livenessMs ?? DEFAULT_LIVENESS_MS),
+          })
+          .then(
+            (contribution) => {
+              reduce.received.set(rank, contribution);
+              this.#maybeClose(reduce);
+            },
+            (error: unknown) => this.#contributionLost(reduce, rank, error),
+          );
       }
     }
     this.#send(rank, command);

@@ -40,6 +40,8 @@ options:
   --coordinator host:port    address every rank dials; required with --nnodes > 1
   --port P                   coordinator port on a single host (default: a free port)
   --timeout-ms MS            stop the run after MS milliseconds
+  --liveness-ms MS           a rank silent (or stalled) this long is declared dead and ended
+                             (default 30000, at least 500; the ranks get FLODL_LIVENESS_MS)
   --elastic                  a failed rank does not stop the others: the survivors go on
                              and the lost ranks are listed at the end
   --max-failure N|P%         with --elastic: fail the run once N ranks (or P% of them) died
@@ -62,6 +64,7 @@ const LAUNCH_FLAGS = {
   coordinator: { type: 'string' },
   port: { type: 'string' },
   'timeout-ms': { type: 'string' },
+  'liveness-ms': { type: 'string' },
   elastic: { type: 'boolean' },
   'max-failure': { type: 'string' },
   'no-prefix': { type: 'boolean' },
@@ -116,6 +119,8 @@ export function parseLaunchArgs(argv: readonly string[]): LaunchCommand {
   if (values.port !== undefined) options.port = integer('--port', values.port, 0);
   if (values['timeout-ms'] !== undefined)
     options.timeoutMs = integer('--timeout-ms', values['timeout-ms'], 1);
+  if (values['liveness-ms'] !== undefined)
+    options.livenessMs = integer('--liveness-ms', values['liveness-ms'], 500);
   if (values.elastic) options.elastic = true;
   const maxFailure = values['max-failure'];
   if (maxFailure !== undefined) {

@@ -25,6 +25,7 @@ export {
   type LaunchDevice,
   type LaunchMode,
   type LaunchOptions,
+  type LaunchServerLimits,
   parseCoordinator,
   type ResolvedLaunchOptions,
   resolveLaunchOptions,
@@ -44,5 +45,13 @@ export {
 } from './output.js';
 export { type RankRole, rankEnvironment } from './rank-environment.js';
 export { RankFailedError } from './rank-failed.js';
-export { type LaunchRun, type RankExit, type RankExitEvent, RankExitFeed } from './run.js';
+export {
+  type LaunchRun,
+  type RankExit,
+  type RankExitEvent,
+  RankExitFeed,
+  type RankProcessInfo,
+  type RankSupervisor,
+  type StopRankOptions,
+} from './run.js';
 export { resolveTsx, scriptCommand, TSX_ENV, type TsxLocation } from './script-command.js';

@@ -7,11 +7,13 @@ import { failureLimit } from '../coordinator/membership.js';
 import { CoordinatorHost } from '../host/coordinator-host.js';
 import { RunSettingsGate } from '../host/run-settings.js';
 import { ControlServer, createRunSecret, resolveRunSecret, SECRET_ENV } from '../wire/index.js';
+import { livenessTimeouts } from '../wire/liveness.js';
 import { type DeathRecord, readDeathRecord } from './death-record.js';
 import { type LaunchOptions, type ResolvedLaunchOptions, resolveLaunchOptions } from './options.js';
 import { rankEnvironment } from './rank-environment.js';
 import { RankFailedError } from './rank-failed.js';
-import { type RankExit, RankExitFeed } from './run.js';
+import { Reaper } from './reaper.js';
+import { type RankExit, RankExitFeed, type RankProcessInfo } from './run.js';
 import { scriptCommand } from './script-command.js';
 import { spawnRank } from './spawn-rank.js';
 
@@ -38,6 +40,10 @@ interface RankProcess {
   exit: RankExit | undefined;
   /** Set once the launcher signalled it: its non-zero exit is then a stop, not a failure. */
   signalled: boolean;
+  /** Set when the run ended this rank alone (`stopRank`, a death the coordinator declared): it is lost. */
+  lost: string | undefined;
+  /** SIGKILL after the grace of a `stopRank`. */
+  killTimer: NodeJS.Timeout | undefined;
 }
 
 /**
@@ -52,9 +58,14 @@ interface RankProcess {
  * and the survivors continue), and `launch` resolves with the failed ranks in `lost` unless
  * no rank finished or `maxFailure` was reached.
  *
+ * Liveness (`livenessMs`, default 30 000): a rank silent that long is declared dead and
+ * ended (SIGTERM, SIGKILL after `killGraceMs`) and reported as lost, so a hung rank never
+ * holds the run; `onServer`'s `run` lists the rank pids and can stop one rank (`stopRank`).
+ *
  * Every rank starts with an orphan guard preloaded (`FLODL_LAUNCHER_PID`): if the launcher
  * dies without stopping it, even by SIGKILL, the rank gets SIGTERM within a fraction of a
- * second and SIGKILL after `killGraceMs`. With `prefixOutput` each output line of a rank
+ * second and SIGKILL after `killGraceMs`. A small reaper process, outside the ranks, does the
+ * same for a rank that cannot run its guard (stopped, frozen). With `prefixOutput` each output line of a rank
  * reads `[rank N] ...`.
  *
  * Multi-host: run one launcher per host with the same `nnodes`, `coordinator` and
@@ -77,15 +88,30 @@ export async function launch(options: LaunchOptions): Promise<LaunchResult> {
   const secret = runSecret(resolved);
   const started = Date.now();
   let server: ControlServer | undefined;
-  const run = new RankExitFeed(resolved.worldSize, resolved.elastic, resolved.maxFailure);
+  const run = new RankExitFeed(
+    resolved.worldSize,
+    resolved.elastic,
+    resolved.maxFailure,
+    resolved.livenessMs,
+  );
   if (resolved.nodeRank === 0) {
     const gate = new RunSettingsGate();
+    const liveness = livenessTimeouts(resolved.livenessMs);
     server = await ControlServer.listen({
       secret,
       worldSize: resolved.worldSize,
       host: resolved.coordinatorHost,
       port: resolved.coordinatorPort,
       admit: (hello) => gate.admit(hello),
+      heartbeatIntervalMs: liveness.heartbeatIntervalMs,
+      idleTimeoutMs: liveness.heartbeatTimeoutMs,
+      ...resolved.server,
+    });
+    // A rank the server dropped for silence is hung (heartbeats come from a worker thread):
+    // end it rather than wait on it. A coordinator host does the same for the deaths it declares.
+    server.on('rankDisconnected', (rank, error) => {
+      if (error?.code === 'ERR_TIMEOUT')
+        run.stopRank(rank, { reason: `silent for ${liveness.heartbeatTimeoutMs} ms` });
     });
     try {
       // Without a hook of the caller's, ranks that announce their run settings (the
@@ -144,6 +170,15 @@ export async function launch(options: LaunchOptions): Promise<LaunchResult> {
   }
 }
 
+function processInfo(entry: RankProcess): RankProcessInfo {
+  return {
+    rank: entry.rank,
+    localRank: entry.localRank,
+    pid: entry.child.pid ?? -1,
+    running: entry.exit === undefined && entry.child.pid !== undefined,
+  };
+}
+
 function describeError(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
@@ -190,6 +225,21 @@ function supervise(
   return new Promise((resolvePromise, rejectPromise) => {
     const processes: RankProcess[] = [];
     const failures: DeathRecord[] = [];
+    const reaper = Reaper.start(options.killGraceMs);
+    run.supervise({
+      ranks: () => processes.map(processInfo),
+      stopRank: (rank, reason) => {
+        const entry = processes.find((candidate) => candidate.rank === rank);
+        if (!entry || entry.exit !== undefined || entry.child.pid === undefined) return false;
+        if (entry.lost !== undefined || entry.signalled) return true;
+        entry.lost = reason;
+        entry.child.kill('SIGTERM');
+        // A stopped (SIGSTOP) process takes its SIGTERM once continued.
+        entry.child.kill('SIGCONT');
+        entry.killTimer = setTimeout(() => entry.child.kill('SIGKILL'), options.killGraceMs);
+        return true;
+      },
+    });
     let stopping = false;
     let interrupted = false;
     let timedOut = false;
@@ -203,6 +253,8 @@ function supervise(
         if (entry.exit === undefined) {
           entry.signalled = true;
           entry.child.kill('SIGTERM');
+          // A stopped (SIGSTOP) process takes its SIGTERM once continued.
+          entry.child.kill('SIGCONT');
         }
       }
       // A rank stuck in a native call may ignore SIGTERM: bound the wait.
@@ -216,6 +268,7 @@ function supervise(
     };
     const finishIfDone = (): void => {
       if (processes.some((entry) => entry.exit === undefined)) return;
+      reaper.close();
       clearTimeout(killTimer);
       clearTimeout(runTimer);
       signal?.removeEventListener('abort', onAbort);
@@ -228,11 +281,14 @@ function supervise(
     };
     const onExit = (entry: RankProcess, exitCode: number | null, exitSignal: NodeJS.Signals | null): void => {
       if (entry.exit !== undefined) return;
+      clearTimeout(entry.killTimer);
+      reaper.forget(entry.child.pid);
       const time = Date.now();
       const written = readDeathRecord(recordDir, entry.rank);
       const clean = exitCode === 0;
-      // A rank that wrote a record failed on its own, even while being stopped.
-      const failed = !clean && (written !== undefined || !entry.signalled);
+      // A rank that wrote a record failed on its own, even while being stopped; one the run
+      // ended alone is lost.
+      const failed = !clean && (written !== undefined || !entry.signalled || entry.lost !== undefined);
       entry.exit = {
         rank: entry.rank,
         localRank: entry.localRank,
@@ -252,9 +308,11 @@ function supervise(
               exitCode,
               signal: exitSignal,
               message:
-                exitSignal !== null
-                  ? `killed by signal ${exitSignal}`
-                  : `exited with code ${exitCode} without a death record (call installDeathRecord() in the rank script)`,
+                entry.lost !== undefined
+                  ? `${entry.lost}; ended by the launcher (${exitSignal ?? `exit code ${exitCode}`})`
+                  : exitSignal !== null
+                    ? `killed by signal ${exitSignal}`
+                    : `exited with code ${exitCode} without a death record (call installDeathRecord() in the rank script)`,
               stack: undefined,
               time,
               source: 'launcher',
@@ -267,6 +325,7 @@ function supervise(
     };
 
     if (signal?.aborted) {
+      reaper.close();
       resolvePromise({ ranks: [], failures: [], interrupted: true, timedOut: false });
       return;
     }
@@ -290,8 +349,17 @@ function supervise(
         environment,
         output: options.prefixOutput ? 'prefix' : options.stdio,
       });
-      const entry: RankProcess = { rank, localRank, child, exit: undefined, signalled: false };
+      const entry: RankProcess = {
+        rank,
+        localRank,
+        child,
+        exit: undefined,
+        signalled: false,
+        lost: undefined,
+        killTimer: undefined,
+      };
       processes.push(entry);
+      reaper.watch(child.pid);
       whenExited((code, exitSignal) => onExit(entry, code, exitSignal));
       child.once('error', (error) => {
         // spawn failed (no exit follows): stop the others and report it as this rank's failure
@@ -299,6 +367,7 @@ function supervise(
         stop();
         if (child.pid === undefined) {
           clearTimeout(runTimer);
+          reaper.close();
           rejectPromise(
             new FlodlError('ERR_IO', `cannot start rank ${rank}: ${error.message}`, {
               op: 'launch',

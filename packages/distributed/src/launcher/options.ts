@@ -2,7 +2,8 @@ import { invalidArgument } from '@flodl/tensor-native';
 import { EL_CHE_MODES, type ElCheMode } from '../coordinator/config.js';
 import { checkMaxFailure } from '../coordinator/coordinator-config.js';
 import type { MaxFailureThreshold } from '../coordinator/membership.js';
-import type { ControlServer } from '../wire/index.js';
+import type { ControlServer, ControlServerOptions } from '../wire/index.js';
+import { livenessFromEnv, livenessTimeouts } from '../wire/liveness.js';
 import type { LaunchRun } from './run.js';
 
 /** The averaging modes a run can use (REFERENCE §5.3): ElChe's five modes, one type. */
@@ -13,6 +14,19 @@ export type LaunchMode = ElCheMode;
 /** Where ranks train. */
 export const LAUNCH_DEVICES = ['cpu', 'cuda'] as const;
 export type LaunchDevice = (typeof LAUNCH_DEVICES)[number];
+
+/** The limits of node 0's coordinator server that `launch({ server })` can set. */
+export type LaunchServerLimits = Pick<
+  ControlServerOptions,
+  'handshakeTimeoutMs' | 'idleTimeoutMs' | 'writeTimeoutMs' | 'maxPendingHandshakes'
+>;
+
+const SERVER_LIMITS = [
+  'handshakeTimeoutMs',
+  'idleTimeoutMs',
+  'writeTimeoutMs',
+  'maxPendingHandshakes',
+] as const;
 
 /** Options of `launch`. */
 export interface LaunchOptions {
@@ -40,6 +54,19 @@ export interface LaunchOptions {
   timeoutMs?: number;
   /** Between SIGTERM and SIGKILL when stopping ranks, ms. Default 3000. */
   killGraceMs?: number;
+  /**
+   * The run's one liveness setting, ms (≥ 500; `FLODL_LIVENESS_MS` for the ranks). A rank
+   * silent this long is declared dead (and killed); the server drops its connection; a rank
+   * that hears nothing from the coordinator this long gives up; heartbeats go every sixth
+   * of it (at most 1 s); sessions wait at most twice it. Default `FLODL_LIVENESS_MS` of the
+   * launcher's environment, else 30 000.
+   */
+  livenessMs?: number;
+  /**
+   * Limits of node 0's coordinator server (handshake bound, idle drop, write stall bound,
+   * pending handshakes). Default: the server's defaults, the idle drop at `livenessMs`.
+   */
+  server?: LaunchServerLimits;
   /** Folder for death records. Default a fresh folder under the OS temp dir (removed after a clean run). */
   recordDir?: string;
   /** Extra Node flags for every rank, e.g. `['--expose-gc']`. Default none. */
@@ -94,6 +121,8 @@ export interface ResolvedLaunchOptions {
   coordinatorPort: number;
   timeoutMs: number | undefined;
   killGraceMs: number;
+  livenessMs: number;
+  server: LaunchServerLimits;
   recordDir: string | undefined;
   nodeArgs: readonly string[];
   stdio: 'inherit' | 'ignore';
@@ -115,6 +144,8 @@ const KNOWN = new Set([
   'coordinator',
   'timeoutMs',
   'killGraceMs',
+  'livenessMs',
+  'server',
   'recordDir',
   'nodeArgs',
   'stdio',
@@ -182,6 +213,12 @@ export function resolveLaunchOptions(options: LaunchOptions): ResolvedLaunchOpti
   if (!(Number.isFinite(killGraceMs) && killGraceMs >= 0)) {
     throw invalidArgument(op, 'killGraceMs', 'a non-negative number of milliseconds', killGraceMs);
   }
+  // Unset: the launcher's own FLODL_LIVENESS_MS (a launcher started inside a run), else 30 s.
+  const livenessMs =
+    options.livenessMs === undefined
+      ? livenessFromEnv().livenessMs
+      : livenessTimeouts(options.livenessMs, op).livenessMs;
+  const server = checkServerLimits(options.server, op);
   const env = options.env ?? {};
   if (
     typeof env !== 'object' ||
@@ -238,6 +275,8 @@ export function resolveLaunchOptions(options: LaunchOptions): ResolvedLaunchOpti
     coordinatorPort,
     timeoutMs,
     killGraceMs,
+    livenessMs,
+    server,
     recordDir: options.recordDir,
     nodeArgs,
     stdio,
@@ -245,6 +284,35 @@ export function resolveLaunchOptions(options: LaunchOptions): ResolvedLaunchOpti
     elastic,
     maxFailure,
   };
+}
+
+function checkServerLimits(value: unknown, op: string): LaunchServerLimits {
+  if (value === undefined) return {};
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw invalidArgument(op, 'server', `an object of ${SERVER_LIMITS.join(', ')}`, value);
+  }
+  const limits: Record<string, number> = {};
+  for (const [key, limit] of Object.entries(value)) {
+    if (!(SERVER_LIMITS as readonly string[]).includes(key)) {
+      throw invalidArgument(op, `server.${key}`, `one of ${SERVER_LIMITS.join(', ')}`, key);
+    }
+    if (limit === undefined) continue;
+    const integer = key === 'maxPendingHandshakes';
+    if (
+      typeof limit !== 'number' ||
+      !Number.isFinite(limit) ||
+      (integer ? !Number.isInteger(limit) || limit < 1 : limit < 0)
+    ) {
+      throw invalidArgument(
+        op,
+        `server.${key}`,
+        integer ? 'a positive integer' : 'a non-negative number of milliseconds',
+        limit,
+      );
+    }
+    limits[key] = limit;
+  }
+  return limits as LaunchServerLimits;
 }
 
 /** Splits `host:port` (IPv6 as `[::1]:port`); `undefined` when malformed. */

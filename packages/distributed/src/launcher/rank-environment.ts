@@ -1,4 +1,4 @@
-import { secretEnvironment } from '../wire/index.js';
+import { LIVENESS_ENV, secretEnvironment } from '../wire/index.js';
 import { RECORD_DIR_ENV } from './death-record.js';
 import type { ResolvedLaunchOptions } from './options.js';
 import { KILL_GRACE_ENV, LAUNCHER_PID_ENV } from './orphan-guard.js';
@@ -12,7 +12,8 @@ export interface RankRole {
 /**
  * The variables that tell a rank process its role. `CUDA_VISIBLE_DEVICES` is left
  * alone: every rank sees every GPU and picks `cuda:FLODL_DEVICE_INDEX`.
- * `FLODL_LAUNCHER_PID` and `FLODL_KILL_GRACE_MS` arm the rank's orphan guard.
+ * `FLODL_LAUNCHER_PID` and `FLODL_KILL_GRACE_MS` arm the rank's orphan guard;
+ * `FLODL_LIVENESS_MS` carries the run's liveness setting.
  */
 export function rankEnvironment(
   options: ResolvedLaunchOptions,
@@ -37,6 +38,7 @@ export function rankEnvironment(
     [RECORD_DIR_ENV]: recordDir,
     [LAUNCHER_PID_ENV]: String(process.pid),
     [KILL_GRACE_ENV]: String(options.killGraceMs),
+    [LIVENESS_ENV]: String(options.livenessMs),
     ...secretEnvironment(secret),
   };
   if (options.device === 'cuda') environment.FLODL_DEVICE_INDEX = String(role.localRank);

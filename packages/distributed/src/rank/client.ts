@@ -8,6 +8,7 @@ import {
 } from 'node:worker_threads';
 import { FlodlError, invalidArgument } from '@flodl/tensor-native';
 import { encodeMessage } from '../wire/codec.js';
+import { livenessFromEnv } from '../wire/liveness.js';
 import type {
   Batch,
   CoordinatorMessage,
@@ -46,9 +47,15 @@ export interface RankClientOptions {
   worldSize: number;
   /** The run secret. Default `resolveRunSecret()` (FLODL_SECRET / FLODL_SECRET_FILE). */
   secret?: Uint8Array;
-  /** Cadence of `Heartbeat`s, sent from the worker thread, ms. Default 1000. */
+  /**
+   * Cadence of `Heartbeat`s, sent from the worker thread, ms. Default from the run's liveness
+   * setting (`FLODL_LIVENESS_MS`: a sixth of it, at most 1000).
+   */
   heartbeatMs?: number;
-  /** The connection counts as lost after this long without a frame from the coordinator, ms. Default 30 000. */
+  /**
+   * The connection counts as lost after this long without a frame from the coordinator, ms.
+   * Default the run's liveness setting (`FLODL_LIVENESS_MS`, 30 000 when unset).
+   */
   timeoutMs?: number;
   /** Bound on reaching the coordinator and the handshake, ms. Default 30 000. */
   connectTimeoutMs?: number;
@@ -140,6 +147,7 @@ export class RankClient {
       throw invalidArgument(`${OP}.connect`, 'maxPending', 'a positive integer', maxPending);
     }
     const secret = options.secret ?? resolveRunSecret();
+    const liveness = livenessFromEnv();
     const state = new SharedArrayBuffer(STATE_SLOTS * Int32Array.BYTES_PER_ELEMENT);
     const channel = new MessageChannel();
     const config: WorkerConfig = {
@@ -149,8 +157,8 @@ export class RankClient {
       rank: options.rank,
       worldSize: options.worldSize,
       secret,
-      heartbeatMs: options.heartbeatMs ?? 1000,
-      timeoutMs: options.timeoutMs ?? 30_000,
+      heartbeatMs: options.heartbeatMs ?? liveness.heartbeatIntervalMs,
+      timeoutMs: options.timeoutMs ?? liveness.coordinatorTimeoutMs,
       connectTimeoutMs: options.connectTimeoutMs ?? 30_000,
       maxPending,
       capabilities: options.capabilities ?? [],

@@ -18,6 +18,8 @@ import { LAUNCH_MODES, type LaunchMode } from '../launcher/options.js';
 import { RankClient } from '../rank/client.js';
 import { ControlClient } from '../wire/client.js';
 import type { DataChannel } from '../wire/data-channel.js';
+import { BOOTSTRAP_CAPABILITY } from '../wire/handshake.js';
+import { livenessFromEnv } from '../wire/liveness.js';
 import type { CoordinatorMessage, NewNcclSession, SaveReason } from '../wire/messages.js';
 import { resolveRunSecret } from '../wire/secret.js';
 import { decodeRendezvous, encodeRendezvous, freePortOn } from './rendezvous.js';
@@ -59,7 +61,10 @@ export interface SessionOptions {
    * the lowest survivor hosts the new one after a death. Default `'127.0.0.1'` (one host).
    */
   processGroupHost?: string;
-  /** Bound on every wait (collective, consensus, shutdown), ms. Default 60 000. */
+  /**
+   * Bound on every wait (collective, consensus, shutdown), ms. Default twice the run's
+   * liveness setting (`FLODL_LIVENESS_MS`; 60 000 when unset).
+   */
   timeoutMs?: number;
   /**
    * Receives the coordinator messages the training loop acts on: `StartEpoch`,
@@ -197,7 +202,7 @@ export class DistributedSession {
       throw invalidArgument(`${OP}.join`, 'easgdAlpha', 'only with CpuAsync', mode);
     }
     const coordinator = env.FLODL_COORDINATOR ?? '';
-    const timeoutMs = options.timeoutMs ?? 60_000;
+    const timeoutMs = options.timeoutMs ?? livenessFromEnv().sessionTimeoutMs;
     const secret = resolveRunSecret();
     let data: DataChannel | undefined;
     if (!isCollectiveMode(mode)) {
@@ -211,7 +216,7 @@ export class DistributedSession {
         rank,
         worldSize,
         connectTimeoutMs: timeoutMs,
-        ...(options.capabilities ? { capabilities: options.capabilities } : {}),
+        capabilities: [BOOTSTRAP_CAPABILITY, ...(options.capabilities ?? [])],
       });
       data = await bootstrap.openDataChannel();
       await bootstrap.close();

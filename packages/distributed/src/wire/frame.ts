@@ -19,6 +19,12 @@ export const FRAME_TAG_BYTES = 16;
 
 /** The largest payload a control frame may carry: 16 MiB. */
 export const MAX_PAYLOAD_BYTES = 16 * 1024 * 1024;
+/**
+ * Payload cap of a frame before the handshake completed (a `Hello` is at most about 13 KiB:
+ * 64 capabilities of 64 characters and a 255-character host name), so an unauthenticated
+ * peer cannot make the server hold a full {@link MAX_PAYLOAD_BYTES} payload.
+ */
+export const MAX_HANDSHAKE_PAYLOAD_BYTES = 16 * 1024;
 
 /**
  * Byte offsets of the header fields. The layout, little-endian:

@@ -13,6 +13,13 @@ export const NONCE_BYTES = 16;
 export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
 
 /** Kinds a coordinator accepts before the handshake: `Hello` only. */
+/**
+ * Capability a short-lived setup connection announces in its `Hello` (host modes open their
+ * data channel on one before the rank's control client connects): its close is orderly
+ * without an `Exiting` message, and it never stands for the rank's membership.
+ */
+export const BOOTSTRAP_CAPABILITY = 'bootstrap';
+
 export const HELLO_KINDS: ReadonlySet<number> = new Set([MessageKind.Hello]);
 
 /** Kinds a rank accepts in answer to its `Hello`. */

@@ -31,6 +31,7 @@ export {
   type Frame,
   type FrameFields,
   HEADER_OFFSET,
+  MAX_HANDSHAKE_PAYLOAD_BYTES,
   MAX_PAYLOAD_BYTES,
   PROTOCOL_VERSION,
   SIGNED_HEADER_BYTES,
@@ -39,6 +40,7 @@ export {
   writeSignedHeader,
 } from './frame.js';
 export {
+  BOOTSTRAP_CAPABILITY,
   checkHello,
   createHello,
   createNonce,
@@ -47,6 +49,14 @@ export {
   NONCE_BYTES,
   type SessionKeys,
 } from './handshake.js';
+export {
+  DEFAULT_LIVENESS_MS,
+  LIVENESS_ENV,
+  type LivenessTimeouts,
+  livenessFromEnv,
+  livenessTimeouts,
+  MIN_LIVENESS_MS,
+} from './liveness.js';
 export {
   type Batch,
   CHANNEL_NAMES,

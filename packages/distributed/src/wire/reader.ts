@@ -72,7 +72,7 @@ const MAGIC_BYTES = (() => {
  */
 export class FrameReader {
   private key: KeyObject;
-  private readonly maxPayloadBytes: number;
+  private maxPayloadBytes: number;
   private acceptedKinds: ReadonlySet<number>;
   private acceptedFrom: string;
   private expectedSequence: number;
@@ -127,6 +127,22 @@ export class FrameReader {
   /** Verifies later frames of `bulk.kind` with ChaCha20-Poly1305 (see `BULK_MAC_CAPABILITY`). */
   setBulkMac(bulk: BulkMac | undefined): void {
     this.bulk = bulk;
+  }
+
+  /**
+   * Caps the payload of the next frame on (a frame whose header was already read keeps the
+   * cap it was checked against): the server holds frames before the handshake to a few KiB.
+   */
+  setMaxPayload(bytes: number): void {
+    if (!Number.isInteger(bytes) || bytes < 0 || bytes > MAX_PAYLOAD_BYTES) {
+      throw invalidArgument(
+        'FrameReader',
+        'maxPayloadBytes',
+        `an integer in [0, ${MAX_PAYLOAD_BYTES}]`,
+        bytes,
+      );
+    }
+    this.maxPayloadBytes = bytes;
   }
 
   /** Accepts only `kinds` from the next frame on; `from` says who sends them, for errors. */

@@ -6,8 +6,9 @@ import { decodeMessage, kindsOf } from './codec.js';
 import { WireConnection } from './connection.js';
 import { DATA_KINDS, DataChannel, type DataChannelOptions } from './data-channel.js';
 import { timeoutError, WireError } from './errors.js';
-import { PROTOCOL_VERSION } from './frame.js';
+import { MAX_HANDSHAKE_PAYLOAD_BYTES, MAX_PAYLOAD_BYTES, PROTOCOL_VERSION } from './frame.js';
 import {
+  BOOTSTRAP_CAPABILITY,
   checkHello,
   createNonce,
   DEFAULT_HANDSHAKE_TIMEOUT_MS,
@@ -46,7 +47,12 @@ export interface ControlServerOptions {
   idleTimeoutMs?: number;
   /** Bound on each write stall, ms. Default 30 000. */
   writeTimeoutMs?: number;
-  /** Connections still in their handshake beyond this are refused at once. Default 256. */
+  /**
+   * Connections still in their handshake beyond this are refused at once. Default 256.
+   * Before its handshake a connection may send frames of at most
+   * `MAX_HANDSHAKE_PAYLOAD_BYTES` (16 KiB; a larger one is refused with `ERR_WIRE` and the
+   * connection reset), so pending handshakes hold at most `maxPendingHandshakes × 16 KiB`.
+   */
   maxPendingHandshakes?: number;
   /** Extra admission rule: return a reason to refuse a `Hello`, or `undefined` to admit it. */
   admit?: (hello: Hello) => string | undefined;
@@ -72,8 +78,12 @@ export interface ControlServerEvents {
   rankConnected: [rank: number, hello: Hello];
   /** A message from a rank, in the order the rank sent them. */
   message: [rank: number, message: RankMessage];
-  /** A rank's control channel ended: `error` is undefined for an orderly close. */
-  rankDisconnected: [rank: number, error: FlodlError | undefined];
+  /**
+   * A rank's control channel ended: `error` is undefined for an orderly close (an `Exiting`
+   * before the close, or a setup connection announcing `BOOTSTRAP_CAPABILITY`); `hello` is
+   * the connection's.
+   */
+  rankDisconnected: [rank: number, error: FlodlError | undefined, hello: Hello];
   /** A rank opened its data channel. */
   dataChannel: [rank: number, channel: DataChannel];
   /** A connection was dropped for a bad frame, a failed handshake, a timeout or an I/O error. */
@@ -329,6 +339,8 @@ export class ControlServer extends EventEmitter<ControlServerEvents> {
       key: this.options.secret,
       acceptedKinds: HELLO_KINDS,
       acceptedFrom: 'before the handshake',
+      // An unauthenticated peer gets no room for a bulk payload.
+      maxPayloadBytes: MAX_HANDSHAKE_PAYLOAD_BYTES,
       writeTimeoutMs: this.options.writeTimeoutMs,
     });
     this.connections.add(connection);
@@ -397,6 +409,7 @@ export class ControlServer extends EventEmitter<ControlServerEvents> {
       connection.rekey(keys.clientToServer, keys.serverToClient);
       if (bulkMac) connection.useBulkMac(MessageKind.TensorChunk);
       endHandshake();
+      connection.reader.setMaxPayload(MAX_PAYLOAD_BYTES);
       this.stats.handshakesCompleted += 1;
       identity = { rank: hello.rank, channel: hello.channel };
       if (hello.channel === 'control') this.attachControl(connection, hello);
@@ -415,7 +428,8 @@ export class ControlServer extends EventEmitter<ControlServerEvents> {
     const rank = hello.rank;
     connection.reader.accept(RANK_KINDS, 'from a rank');
     this.ranks.set(rank, { connection, hello });
-    let saidExiting = false;
+    // A setup connection leaves without Exiting by design.
+    let saidExiting = hello.capabilities.includes(BOOTSTRAP_CAPABILITY);
     connection.onFrame = (frame) => {
       this.stats.framesReceived += 1;
       const message = decodeMessage(frame.kind, frame.payload) as RankMessage;
@@ -435,7 +449,7 @@ export class ControlServer extends EventEmitter<ControlServerEvents> {
               expected: 'an Exiting message before the connection closes',
               got: 'the connection closed',
             }));
-      this.deliver(() => this.emit('rankDisconnected', rank, error));
+      this.deliver(() => this.emit('rankDisconnected', rank, error, hello));
     });
     this.deliver(() => this.emit('rankConnected', rank, hello));
   }

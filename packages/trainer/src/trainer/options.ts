@@ -50,7 +50,7 @@ export interface TrainerOptions<M extends AnyModule = AnyModule> {
   heartbeatTimeoutMs?: number;
   prefetch?: number;
   resident?: boolean | 'auto';
-  /** Bound on each wait of a rank's session (formation, a round, the shutdown), ms. Default 60 000. */
+  /** Bound on each wait of a rank's session (formation, a round, the shutdown), ms. Default twice the run's liveness setting (`FLODL_LIVENESS_MS`): 60 000. */
   timeoutMs?: number;
   /** The terminal progress display: `true` (default), `false`, or `createProgress` options. */
   progress?: ProgressSetting;

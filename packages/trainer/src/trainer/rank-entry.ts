@@ -101,7 +101,8 @@ export async function joinClusterRank<M extends AnyModule>(
       : {}),
     mode: options.mode,
     capabilities: encodeRunSettings(runSettingsFor(spec, model)),
-    timeoutMs: options.timeoutMs ?? 60_000,
+    // Unset: twice the run's liveness setting (FLODL_LIVENESS_MS), 60 s by default.
+    ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
     onControl: (message) => (runtime ? runtime.receive(message) : early.push(message)),
   });
   const scheduler = options.scheduler?.(optimizer, role.worldSize);

@@ -12,6 +12,7 @@ export { loadOptimizer, saveOptimizer } from './checkpoint/optimizer-io.js';
 export {
   MAX_HEADER_BYTES,
   readSafetensors,
+  readSafetensorsMetadata,
   type SafetensorsContents,
   type SafetensorsMetadata,
   writeSafetensors,

@@ -13,6 +13,11 @@ import type {
 import type { Metrics } from '@flodl/distributed/wire';
 import { clipGradNorm, type LRScheduler, type Optimizer } from '@flodl/nn';
 import { type Device, FlodlError, type Tensor, tidy } from '@flodl/tensor-native';
+import type { CheckpointMeta, DataCursor, SaveReason } from '../checkpoint/meta.js';
+import { periodicStem, prunePeriodic } from '../checkpoint/paths.js';
+import type { CheckpointBundle } from '../checkpoint/read.js';
+import { restoreBundle } from '../checkpoint/read.js';
+import { type BundleSource, writeBundle } from '../checkpoint/write.js';
 import type { Batch } from '../data/batch.js';
 import { DataLoader } from '../data/loader/data-loader.js';
 import { epochPermutation } from '../data/random.js';
@@ -68,6 +73,10 @@ export interface RankRuntimeOptions<M extends AnyModule = AnyModule> {
   onStep?: (step: RuntimeStep) => void;
   /** The rank's link to the coordinator; absent on a single device. */
   session?: DistributedSession;
+  /** Stem of the run's checkpoint bundles (`saveBundle`). Default none. */
+  savePath?: string;
+  /** Periodic bundles kept under `savePath` (older ones are removed). Default 3. */
+  keepLast?: number;
 }
 
 /** A booked step, as {@link RankRuntimeOptions.onStep} hears it. */
@@ -146,6 +155,11 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   #throttledAt = 0;
   #roundsHeld = 0;
   #disposed = false;
+  /** Set by `restore`: the cursor the next plan of its epoch starts from. */
+  #resume: DataCursor | undefined;
+  /** The epoch after the last plan closed (its report sent), until the next begins. */
+  #after: number | undefined;
+  #bundleRequested = false;
 
   constructor(options: RankRuntimeOptions<M>) {
     this.#options = options;
@@ -218,6 +232,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       epoch: plan.epoch,
       picks: this.#picks(plan.epoch, plan.partitionOffset, plan.partitionSize),
       batchDone: 0,
+      booked: 0,
       totalLoss: 0,
       computeMsTotal: 0,
       dataStarveMsTotal: 0,
@@ -225,7 +240,19 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       epochStart: performance.now(),
       shutdown: false,
     };
+    const resume = this.#resume;
+    if (resume !== undefined && resume.epoch === plan.epoch) {
+      // A resumed epoch: the batches trained before the save are skipped, its totals carried on.
+      this.#resume = undefined;
+      const batches = Math.floor(state.picks.length / this.batchSize);
+      state.batchDone = Math.min(resume.batch, batches);
+      state.booked = state.batchDone;
+      state.totalLoss = resume.totalLoss;
+      state.computeMsTotal = resume.computeMs;
+      state.dataStarveMsTotal = resume.dataMs;
+    }
     this.#open = state;
+    this.#after = undefined;
     return state;
   }
 
@@ -281,6 +308,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
 
   /** Books the step, reports its timing and follows the coordinator (a reduce can run here). */
   async afterStep(state: EpochState, loss: number, ms: number): Promise<void> {
+    state.booked += 1;
     state.computeMsTotal += ms;
     state.totalLoss += loss;
     this.#options.onStep?.({
@@ -294,6 +322,10 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
     });
     const session = this.session;
     if (!session) {
+      if (this.#bundleRequested) {
+        this.#bundleRequested = false;
+        this.#saveOrWarn('request');
+      }
       if (this.#shutdown) state.shutdown = true;
       return;
     }
@@ -332,6 +364,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   endEpoch(state: EpochState): void {
     if (this.#open === state) this.#closeIterator();
     if (state.shutdown) return;
+    if (this.#open === state) this.#after = state.epoch + 1;
     const batches = state.batchDone;
     const elapsed = performance.now() - state.epochStart;
     const report: Omit<Metrics, 'type'> = {
@@ -434,6 +467,135 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
         buffer.copy_(update.buffers[index] as Tensor);
       });
     });
+  }
+
+  // ---- checkpoint bundles ------------------------------------------------------------------
+
+  /**
+   * Where training stands in the data: the open plan's epoch and its booked batches, or the
+   * next epoch at a boundary.
+   */
+  dataCursor(): DataCursor {
+    const open = this.#open;
+    if (this.#after !== undefined || open === undefined) {
+      const resume = this.#resume;
+      if (resume !== undefined) return { ...resume };
+      return { epoch: this.#after ?? 0, batch: 0, totalLoss: 0, computeMs: 0, dataMs: 0 };
+    }
+    return {
+      epoch: open.epoch,
+      batch: open.booked,
+      totalLoss: open.totalLoss,
+      computeMs: open.computeMsTotal,
+      dataMs: open.dataStarveMsTotal,
+    };
+  }
+
+  /** The rank's objects and counters, as a bundle records them. */
+  bundleSource(): BundleSource {
+    return {
+      model: this.model,
+      optimizer: this.optimizer,
+      scheduler: this.#options.scheduler,
+      device: this.device,
+      rank: this.rank,
+      worldSize: this.worldSize,
+      mode: this.session?.mode ?? 'single',
+      membership: Array.from({ length: this.worldSize }, (_, rank) => rank),
+      seed: this.seed,
+      batchSize: this.batchSize,
+      datasetLength: this.totalSamples,
+      globalStep: this.globalStep,
+      localStep: this.localStep,
+      stepsSinceAvg: this.stepsSinceAvg,
+      averagingCount: this.session?.version ?? 0,
+      cursor: this.dataCursor(),
+    };
+  }
+
+  /**
+   * Writes a checkpoint bundle under `savePath`: periodic reasons (`every`, `atEpoch`,
+   * `request`) at `<savePath>.step-<LR step>`, keeping the newest `keepLast`; `final`, `stop`
+   * and `shutdownWithSave` at `savePath` itself. Call between steps.
+   *
+   * @throws FlodlError ERR_INVALID_ARGUMENT without a `savePath`; ERR_IO when a file cannot be written
+   */
+  saveBundle(reason: SaveReason): CheckpointMeta {
+    const savePath = this.#options.savePath;
+    if (savePath === undefined) {
+      throw new FlodlError('ERR_INVALID_ARGUMENT', 'a checkpoint bundle needs a savePath', {
+        op: `${OP}.saveBundle`,
+        expected: ".savePath('runs/model') on the builder",
+        got: 'no savePath',
+      });
+    }
+    const periodic = reason === 'every' || reason === 'atEpoch' || reason === 'request';
+    const stem = periodic ? periodicStem(savePath, this.globalStep + this.stepsSinceAvg) : savePath;
+    const meta = writeBundle(stem, this.bundleSource(), reason);
+    if (periodic) prunePeriodic(savePath, this.#options.keepLast ?? 3, this.worldSize);
+    return meta;
+  }
+
+  /** The stem of the run's bundles, if it has one. */
+  get savePath(): string | undefined {
+    return this.#options.savePath;
+  }
+
+  /** Asks for a bundle after the step in flight (or now, between steps: see `saveBundle`). */
+  requestCheckpoint(): void {
+    this.#bundleRequested = true;
+  }
+
+  /** True when a `requestCheckpoint` waits for its step. */
+  get checkpointPending(): boolean {
+    return this.#bundleRequested;
+  }
+
+  /** Writes the pending requested bundle now (between steps); a failure is reported, not thrown. */
+  flushCheckpointRequest(): void {
+    if (!this.#bundleRequested) return;
+    this.#bundleRequested = false;
+    this.#saveOrWarn('request');
+  }
+
+  /**
+   * Restores a bundle into this rank: weights, optimizer, scheduler, generator states, the
+   * step counters, and the data cursor the next plan of its epoch resumes from. Call before
+   * the first plan.
+   *
+   * @throws FlodlError ERR_CHECKPOINT naming the file when the bundle does not fit this run
+   */
+  restore(bundle: CheckpointBundle): void {
+    restoreBundle(bundle, {
+      model: this.model,
+      optimizer: this.optimizer,
+      scheduler: this.#options.scheduler,
+      device: this.device,
+      rank: this.rank,
+      batchSize: this.batchSize,
+      datasetLength: this.totalSamples,
+    });
+    const { meta } = bundle;
+    this.localStep = meta.localStep;
+    this.globalStep = meta.globalStep;
+    if (!this.session) this.#stepsSinceAvg = meta.stepsSinceAvg;
+    this.#resume = { ...meta.cursor };
+    this.currentEpoch = meta.cursor.epoch;
+    // The epoch callback of an epoch already begun fired before the save.
+    if (meta.cursor.batch > 0) this.#lastEpochFired = meta.cursor.epoch;
+  }
+
+  /** The epoch a resumed run continues with (0 for a fresh one). */
+  get startEpoch(): number {
+    return this.#resume?.epoch ?? 0;
+  }
+
+  #saveOrWarn(reason: SaveReason): void {
+    try {
+      this.saveBundle(reason);
+    } catch (error) {
+      process.stderr.write(`flodl: checkpoint failed: ${messageOf(error)}\n`);
+    }
   }
 
   // ---- coordinator-driven flow -----------------------------------------------------------

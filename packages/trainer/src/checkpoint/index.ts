@@ -2,12 +2,12 @@
 // the scheduler and the meta a run resumes from exactly.
 export {
   type BundleFile,
+  type BundleReason,
   CHECKPOINT_FORMAT,
   CHECKPOINT_VERSION,
   type CheckpointMeta,
   type DataCursor,
   MAX_META_BYTES,
-  type SaveReason,
 } from './meta.js';
 export { type BundlePaths, bundlePaths, periodicBundles, resolveBundle } from './paths.js';
 export { type CheckpointBundle, readCheckpoint } from './read.js';

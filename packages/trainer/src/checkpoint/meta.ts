@@ -15,7 +15,7 @@ export const MAX_META_BYTES = 16 * 1024 * 1024;
 const MAX_RNG_STATE_CHARS = 1024 * 1024;
 
 /** Why a bundle was written. */
-export type SaveReason =
+export type BundleReason =
   /** `checkpointEvery(n)`. */
   | 'every'
   /** `checkpointAtEpoch(e)`. */
@@ -29,7 +29,7 @@ export type SaveReason =
   /** The run completed. */
   | 'final';
 
-const SAVE_REASONS: readonly SaveReason[] = [
+const BUNDLE_REASONS: readonly BundleReason[] = [
   'every',
   'atEpoch',
   'request',
@@ -66,7 +66,7 @@ export interface CheckpointMeta {
   version: number;
   /** Random id shared by every file of the bundle (a file of another bundle is refused). */
   bundleId: string;
-  reason: SaveReason;
+  reason: BundleReason;
   /** ISO time of the save. */
   savedAt: string;
   /** The epoch in progress (`cursor.epoch`). */
@@ -193,7 +193,12 @@ function checkMeta(path: string, value: unknown): CheckpointMeta {
     'a hex id',
     meta.bundleId,
   );
-  field('reason', SAVE_REASONS.includes(meta.reason as SaveReason), SAVE_REASONS.join(' | '), meta.reason);
+  field(
+    'reason',
+    BUNDLE_REASONS.includes(meta.reason as BundleReason),
+    BUNDLE_REASONS.join(' | '),
+    meta.reason,
+  );
   field('mode', typeof meta.mode === 'string', 'a mode name', meta.mode);
   field('savedAt', typeof meta.savedAt === 'string', 'an ISO time', meta.savedAt);
   field(

@@ -11,11 +11,11 @@ import { type Device, FlodlError, getRngState } from '@flodl/tensor-native';
 import type { AnyModule } from '../runtime/types.js';
 import {
   type BundleFile,
+  type BundleReason,
   CHECKPOINT_FORMAT,
   CHECKPOINT_VERSION,
   type CheckpointMeta,
   type DataCursor,
-  type SaveReason,
 } from './meta.js';
 import { bundlePaths } from './paths.js';
 
@@ -46,7 +46,7 @@ export interface BundleSource {
  * @throws FlodlError ERR_IO when a file cannot be written (the stem is left without its meta:
  *   incomplete; other bundles are untouched)
  */
-export function writeBundle(stem: string, source: BundleSource, reason: SaveReason): CheckpointMeta {
+export function writeBundle(stem: string, source: BundleSource, reason: BundleReason): CheckpointMeta {
   const paths = bundlePaths(stem);
   const bundleId = randomBytes(8).toString('hex');
   const tag = { 'flodl.bundle': bundleId };

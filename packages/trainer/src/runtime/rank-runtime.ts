@@ -13,7 +13,7 @@ import type {
 import type { Metrics } from '@flodl/distributed/wire';
 import { clipGradNorm, type LRScheduler, type Optimizer } from '@flodl/nn';
 import { type Device, FlodlError, type Tensor, tidy } from '@flodl/tensor-native';
-import type { CheckpointMeta, DataCursor, SaveReason } from '../checkpoint/meta.js';
+import type { BundleReason, CheckpointMeta, DataCursor } from '../checkpoint/meta.js';
 import { periodicStem, prunePeriodic } from '../checkpoint/paths.js';
 import type { CheckpointBundle } from '../checkpoint/read.js';
 import { restoreBundle } from '../checkpoint/read.js';
@@ -520,7 +520,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
    *
    * @throws FlodlError ERR_INVALID_ARGUMENT without a `savePath`; ERR_IO when a file cannot be written
    */
-  saveBundle(reason: SaveReason): CheckpointMeta {
+  saveBundle(reason: BundleReason): CheckpointMeta {
     const savePath = this.#options.savePath;
     if (savePath === undefined) {
       throw new FlodlError('ERR_INVALID_ARGUMENT', 'a checkpoint bundle needs a savePath', {
@@ -590,7 +590,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
     return this.#resume?.epoch ?? 0;
   }
 
-  #saveOrWarn(reason: SaveReason): void {
+  #saveOrWarn(reason: BundleReason): void {
     try {
       this.saveBundle(reason);
     } catch (error) {

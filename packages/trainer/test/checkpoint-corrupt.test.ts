@@ -187,6 +187,7 @@ describe('bad checkpoint bundles', () => {
       stepsSinceAvg: 12,
       averagingCount: 0,
       cursor: { epoch: 3, batch: 0, totalLoss: 0, computeMs: 0, dataMs: 0 },
+      covered: [],
     };
     const error = await failure(() => writeBundle(`${savePath}.step-12`, source, 'every'));
     expect(error.code).toBe('ERR_IO');

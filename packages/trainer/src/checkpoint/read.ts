@@ -74,8 +74,8 @@ export interface RestoreTarget {
 }
 
 /**
- * Loads the weights, this rank's optimizer state (rank 0's when the bundle has none for it:
- * a resume onto fewer or more ranks) and the scheduler into `target`, then the generator
+ * Loads the weights, this rank's optimizer state (the saving rank's when the bundle has none
+ * for it: a resume onto other ranks) and the scheduler into `target`, then the generator
  * states. The run's counters and data cursor are the caller's to restore from `bundle.meta`.
  *
  * @throws FlodlError ERR_CHECKPOINT naming the file when it does not fit the run (another
@@ -102,7 +102,8 @@ export function restoreBundle(bundle: CheckpointBundle, target: RestoreTarget): 
         got: target.scheduler ? 'none' : 'a scheduler state',
       },
     );
-  const optimizerPath = bundle.optimizers.get(target.rank) ?? bundle.optimizers.get(0);
+  // This rank's own state; a resume onto other ranks takes the saving rank's.
+  const optimizerPath = bundle.optimizers.get(target.rank) ?? [...bundle.optimizers.values()][0];
   if (optimizerPath === undefined)
     throw checkpointError(metaPath, 'lists no optimizer state', { got: 'no files.optimizer entry' });
   asCheckpoint(bundle.model, () => load(target.model, bundle.model, { device: target.device }));

@@ -37,6 +37,8 @@ export interface BundleSource {
   stepsSinceAvg: number;
   averagingCount: number;
   cursor: DataCursor;
+  /** The positions of `cursor.epoch`'s permutation the saving rank trained, `[from, to)`. */
+  covered: [number, number][];
   elche?: Record<string, unknown> | null;
 }
 

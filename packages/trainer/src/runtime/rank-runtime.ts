@@ -160,6 +160,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   /** The epoch after the last plan closed (its report sent), until the next begins. */
   #after: number | undefined;
   #bundleRequested = false;
+  #openPlan: EpochPlan | undefined;
 
   constructor(options: RankRuntimeOptions<M>) {
     this.#options = options;
@@ -252,6 +253,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       state.dataStarveMsTotal = resume.dataMs;
     }
     this.#open = state;
+    this.#openPlan = plan;
     this.#after = undefined;
     return state;
   }
@@ -510,7 +512,20 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       stepsSinceAvg: this.stepsSinceAvg,
       averagingCount: this.session?.version ?? 0,
       cursor: this.dataCursor(),
+      covered: this.#covered(),
     };
+  }
+
+  /** The positions of the epoch in progress this rank trained: `[from, to)` of its open plan. */
+  #covered(): [number, number][] {
+    const open = this.#open;
+    const plan = this.#openPlan;
+    if (this.#after !== undefined || open === undefined || plan === undefined || open.booked === 0) {
+      const resume = this.#resume;
+      return resume && resume.batch > 0 ? [[0, resume.batch * this.batchSize]] : [];
+    }
+    const trained = Math.min(open.booked * this.batchSize, plan.partitionSize);
+    return [[plan.partitionOffset, plan.partitionOffset + trained]];
   }
 
   /**
@@ -534,6 +549,11 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
     const meta = writeBundle(stem, this.bundleSource(), reason);
     if (periodic) prunePeriodic(savePath, this.#options.keepLast ?? 3, this.worldSize);
     return meta;
+  }
+
+  /** The rank the coordinator elected for callbacks (`undefined` before it said, and on one device). */
+  get electedRank(): number | undefined {
+    return this.#epochRole;
   }
 
   /** The stem of the run's bundles, if it has one. */
@@ -577,17 +597,47 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
     });
     const { meta } = bundle;
     this.localStep = meta.localStep;
-    this.globalStep = meta.globalStep;
-    if (!this.session) this.#stepsSinceAvg = meta.stepsSinceAvg;
-    this.#resume = { ...meta.cursor };
+    if (this.session) {
+      this.globalStep = meta.globalStep;
+    } else {
+      // One device: the LR clock is the step count (a cluster bundle's global step folds in).
+      this.globalStep = 0;
+      this.#stepsSinceAvg = meta.worldSize > 1 ? meta.globalStep + meta.stepsSinceAvg : meta.stepsSinceAvg;
+    }
+    // A cluster bundle's cursor is one rank's share: its epoch restarts from the beginning here.
+    this.#resume =
+      meta.worldSize > 1
+        ? { epoch: meta.cursor.epoch, batch: 0, totalLoss: 0, computeMs: 0, dataMs: 0 }
+        : { ...meta.cursor };
     this.currentEpoch = meta.cursor.epoch;
     // The epoch callback of an epoch already begun fired before the save.
-    if (meta.cursor.batch > 0) this.#lastEpochFired = meta.cursor.epoch;
+    if (this.#resume.batch > 0) this.#lastEpochFired = meta.cursor.epoch;
   }
 
   /** The epoch a resumed run continues with (0 for a fresh one). */
   get startEpoch(): number {
     return this.#resume?.epoch ?? 0;
+  }
+
+  /** The elected rank's checkpoint: the `checkpointFn` callback (if any), then a bundle (with a `savePath`). */
+  async #clusterCheckpoint(version: number): Promise<{ error?: string; elapsedMs: number }> {
+    const started = performance.now();
+    const errors: string[] = [];
+    if (this.#options.callbacks?.checkpointFn) {
+      const { error } = await this.checkpoint(version);
+      if (error !== undefined) errors.push(error);
+    }
+    if (this.#options.savePath !== undefined) {
+      try {
+        this.saveBundle('every');
+      } catch (error) {
+        errors.push(messageOf(error));
+      }
+    }
+    return {
+      ...(errors.length > 0 ? { error: errors.join('; ') } : {}),
+      elapsedMs: performance.now() - started,
+    };
   }
 
   #saveOrWarn(reason: BundleReason): void {
@@ -786,7 +836,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       }
       case 'Checkpoint': {
         if (message.targetRank !== this.rank) return;
-        const result = await this.checkpoint(message.version);
+        const result = await this.#clusterCheckpoint(message.version);
         session.control.send({
           type: 'CheckpointResult',
           version: message.version,
@@ -796,7 +846,11 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
         return;
       }
       case 'Shutdown':
+        this.#shutdown = true;
+        return;
       case 'ShutdownWithSave':
+        // This rank holds the freshest state: it persists it before the run ends.
+        if (this.#options.savePath !== undefined && !this.#shutdown) this.#saveOrWarn('shutdownWithSave');
         this.#shutdown = true;
         return;
       default:

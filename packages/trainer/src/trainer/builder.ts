@@ -13,6 +13,7 @@ import {
   type DashboardSetting,
   type ElCheKnobs,
   type EpochCallbackPolicyOption,
+  refuseClusterBundleOptions,
   resolveTrainerOptions,
   TRAINER_OPTION_KEYS,
   type TrainerOptions,
@@ -264,6 +265,7 @@ export class TrainerBuilder<M extends AnyModule = AnyModule> {
 export function startRun<M extends AnyModule>(spec: RunSpec<M>): TrainerHandle {
   const options = spec.options;
   const role = detectRole(options.devices);
+  if (role.kind !== 'single') refuseClusterBundleOptions(options);
   const abort = new AbortController();
   let runtime: RankRuntime<M> | undefined;
   let stopped = false;

@@ -253,6 +253,29 @@ describe.concurrent('Trainer clusters: speeds, failures, bad use', () => {
     }
   });
 
+  it('maxFailure reached: the freshest survivor gets ShutdownWithSave and writes its bundle at savePath', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'flodl-cluster-save-'));
+    try {
+      const savePath = join(folder, 'run');
+      const { stderr } = await runScript({
+        mode: 'CpuCadence',
+        totalSamples: 480,
+        batchSize: 8,
+        numEpochs: 3,
+        maxFailure: 1,
+        throwAt: { rank: 2, step: 6 },
+        savePath,
+      });
+      const saved = readCheckpoint(savePath);
+      expect(saved.meta.reason, stderr).toBe('shutdownWithSave');
+      expect(saved.meta.worldSize).toBe(3);
+      expect(saved.optimizers.size).toBe(1);
+      expect([...saved.optimizers.keys()][0]).not.toBe(2);
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
+  });
+
   it('refuses at formation a rank whose model factory built another model, naming both ranks', async () => {
     const { status, stderr } = await runScript({
       mode: 'CpuSync',

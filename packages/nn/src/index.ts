@@ -15,6 +15,7 @@ export {
   readSafetensorsMetadata,
   type SafetensorsContents,
   type SafetensorsMetadata,
+  writeFileAtomic,
   writeSafetensors,
 } from './checkpoint/safetensors.js';
 export * from './clip.js';

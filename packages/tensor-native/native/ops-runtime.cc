@@ -192,15 +192,19 @@ FLODL_OP(fromBytes) {
   return c.result(std::move(host));
 }
 
+// The element bytes of a contiguous CPU tensor, copied into a new Uint8Array.
+Napi::Value copyBytes(Napi::Env env, const at::Tensor& host) {
+  const size_t bytes = static_cast<size_t>(host.numel()) * host.element_size();
+  Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(env, bytes);
+  if (bytes != 0) std::memcpy(buffer.Data(), host.data_ptr(), bytes);
+  return Napi::Uint8Array::New(env, bytes, buffer, 0);
+}
+
 // toBytes(t): the raw element bytes (row-major, native little-endian) in a new Uint8Array.
 FLODL_OP(toBytes) {
   at::Tensor host = c.tensor(0).detach();
   if (!host.is_cpu()) host = host.to(at::kCPU);
-  host = host.contiguous();
-  const size_t bytes = static_cast<size_t>(host.numel()) * host.element_size();
-  Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(c.env, bytes);
-  if (bytes != 0) std::memcpy(buffer.Data(), host.data_ptr(), bytes);
-  return Napi::Uint8Array::New(c.env, bytes, buffer, 0);
+  return copyBytes(c.env, host.contiguous());
 }
 
 // scalarTensor(value, dtype?): a 0-dim tensor that promotes like a Python number.
@@ -279,11 +283,7 @@ FLODL_OP(rngState) {
     std::lock_guard<std::mutex> lock(generator.mutex());
     state = generator.get_state();
   }
-  state = state.contiguous();
-  const size_t bytes = static_cast<size_t>(state.numel()) * state.element_size();
-  Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(c.env, bytes);
-  if (bytes != 0) std::memcpy(buffer.Data(), state.data_ptr(), bytes);
-  return Napi::Uint8Array::New(c.env, bytes, buffer, 0);
+  return copyBytes(c.env, state.to(at::kCPU).contiguous());
 }
 
 // setRngState(device, bytes): restores a state rngState returned (libtorch checks its size).

@@ -106,6 +106,16 @@ export function writeSafetensors(
   const headerBytes = Buffer.from(headerText, 'utf8');
   const prefix = Buffer.alloc(8);
   prefix.writeBigUInt64LE(BigInt(headerBytes.length));
+  writeFileAtomic(path, [prefix, headerBytes, ...chunks], 'writeSafetensors');
+}
+
+/**
+ * Writes `chunks` to `path` atomically: a temporary file in the same folder is written,
+ * flushed to disk (fsync) and renamed over `path`, so a crash or a full disk never leaves a
+ * torn file. Checkpoint formats beside safetensors (JSON meta files) use it too.
+ * @throws FlodlError ERR_IO (with `op`) when the file cannot be written; the previous file stays intact
+ */
+export function writeFileAtomic(path: string, chunks: readonly Uint8Array[], op = 'writeFileAtomic'): void {
   const temporary = join(
     dirname(path),
     `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`,
@@ -113,7 +123,7 @@ export function writeSafetensors(
   let descriptor: number | undefined;
   try {
     descriptor = openSync(temporary, 'w');
-    for (const chunk of [prefix, headerBytes, ...chunks]) {
+    for (const chunk of chunks) {
       let written = 0;
       while (written < chunk.length) written += writeSync(descriptor, chunk, written, chunk.length - written);
     }
@@ -129,7 +139,7 @@ export function writeSafetensors(
       // the temporary file may not exist (the folder was unusable); nothing to clean up
     }
     throw new FlodlError('ERR_IO', `could not write ${path}: ${(error as Error).message}`, {
-      op: 'writeSafetensors',
+      op,
       cause: error,
     });
   }

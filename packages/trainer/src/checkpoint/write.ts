@@ -4,9 +4,9 @@
 // this stem incomplete (skipped by `resumeFrom`), and every other bundle untouched.
 
 import { randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
-import { type LRScheduler, type Optimizer, save, saveOptimizer } from '@flodl/nn';
+import { closeSync, fsyncSync, openSync, rmSync, statSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
+import { type LRScheduler, type Optimizer, save, saveOptimizer, writeFileAtomic } from '@flodl/nn';
 import { type Device, FlodlError, getRngState } from '@flodl/tensor-native';
 import type { AnyModule } from '../runtime/types.js';
 import {
@@ -62,7 +62,7 @@ export function writeBundle(stem: string, source: BundleSource, reason: BundleRe
   saveOptimizer(source.optimizer, optimizerPath, { metadata: tag });
   let scheduler: BundleFile | null = null;
   if (source.scheduler) {
-    writeFileAtomic(
+    writeText(
       paths.scheduler,
       `${JSON.stringify({ bundleId, state: source.scheduler.stateDict() }, null, 2)}\n`,
     );
@@ -106,41 +106,14 @@ export function writeBundle(stem: string, source: BundleSource, reason: BundleRe
       scheduler,
     },
   };
-  writeFileAtomic(paths.meta, `${JSON.stringify(meta, null, 2)}\n`);
+  writeText(paths.meta, `${JSON.stringify(meta, null, 2)}\n`);
   syncFolder(dirname(paths.meta));
   return meta;
 }
 
-/**
- * Writes `text` to `path` atomically: a temporary file in the same folder, flushed to disk,
- * renamed over `path`.
- *
- * @throws FlodlError ERR_IO (the previous file stays intact)
- */
-export function writeFileAtomic(path: string, text: string): void {
-  const temporary = join(
-    dirname(path),
-    `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`,
-  );
-  let descriptor: number | undefined;
-  try {
-    descriptor = openSync(temporary, 'w');
-    const bytes = Buffer.from(text, 'utf8');
-    let written = 0;
-    while (written < bytes.length) written += writeSync(descriptor, bytes, written, bytes.length - written);
-    fsyncSync(descriptor);
-    closeSync(descriptor);
-    descriptor = undefined;
-    renameSync(temporary, path);
-  } catch (error) {
-    try {
-      if (descriptor !== undefined) closeSync(descriptor);
-      rmSync(temporary, { force: true });
-    } catch {
-      // the folder itself is unusable: there is no temporary file to remove
-    }
-    throw ioError(path, error);
-  }
+/** Writes a JSON file of the bundle atomically. */
+function writeText(path: string, text: string): void {
+  writeFileAtomic(path, [Buffer.from(text, 'utf8')], 'writeBundle');
 }
 
 function fileEntry(path: string): BundleFile {

@@ -270,6 +270,7 @@ export function startRun<M extends AnyModule>(spec: RunSpec<M>): TrainerHandle {
   let runtime: RankRuntime<M> | undefined;
   let stopped = false;
   let stopCluster: (() => void) | undefined;
+  let requestedEarly = false;
   const stop = (): void => {
     stopped = true;
     runtime?.requestStop();
@@ -322,10 +323,17 @@ export function startRun<M extends AnyModule>(spec: RunSpec<M>): TrainerHandle {
         () => stopped,
         (created) => {
           runtime = created;
+          // A request made before the runtime existed is served after the first step.
+          if (requestedEarly) created.requestCheckpoint();
         },
       ),
     stop,
   );
-  if (options.savePath !== undefined) single.setCheckpointRequest(() => runtime?.requestCheckpoint());
+  if (options.savePath !== undefined) {
+    single.setCheckpointRequest(() => {
+      if (runtime) runtime.requestCheckpoint();
+      else requestedEarly = true;
+    });
+  }
   return single;
 }

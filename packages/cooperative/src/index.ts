@@ -444,6 +444,7 @@ export {
   Unflatten,
   Upsample,
   type UpsampleOptions,
+  writeFileAtomic,
   writeSafetensors,
 } from '@flodl/nn';
 // tensors, devices, memory scopes, errors

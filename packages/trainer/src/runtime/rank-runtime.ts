@@ -21,6 +21,7 @@ import { type BundleSource, writeBundle } from '../checkpoint/write.js';
 import type { Batch } from '../data/batch.js';
 import { DataLoader } from '../data/loader/data-loader.js';
 import { epochPermutation } from '../data/random.js';
+import { CursorTracker } from './data-cursor.js';
 import { PlanSampler } from './plan-sampler.js';
 import { drainScalars } from './scalars.js';
 import type { AnyModule, EpochState, TrainedState, TrainingDataset, TrainStep } from './types.js';
@@ -155,12 +156,8 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   #throttledAt = 0;
   #roundsHeld = 0;
   #disposed = false;
-  /** Set by `restore`: the cursor the next plan of its epoch starts from. */
-  #resume: DataCursor | undefined;
-  /** The epoch after the last plan closed (its report sent), until the next begins. */
-  #after: number | undefined;
+  readonly #cursor: CursorTracker;
   #bundleRequested = false;
-  #openPlan: EpochPlan | undefined;
 
   constructor(options: RankRuntimeOptions<M>) {
     this.#options = options;
@@ -175,6 +172,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
     this.session = options.session;
     this.#parameters = options.model.parameters();
     this.#sampler = new PlanSampler(options.dataset.length);
+    this.#cursor = new CursorTracker(options.batchSize);
     this.#loader = new DataLoader(options.dataset, {
       batchSize: options.batchSize,
       sampler: this.#sampler,
@@ -241,20 +239,9 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       epochStart: performance.now(),
       shutdown: false,
     };
-    const resume = this.#resume;
-    if (resume !== undefined && resume.epoch === plan.epoch) {
-      // A resumed epoch: the batches trained before the save are skipped, its totals carried on.
-      this.#resume = undefined;
-      const batches = Math.floor(state.picks.length / this.batchSize);
-      state.batchDone = Math.min(resume.batch, batches);
-      state.booked = state.batchDone;
-      state.totalLoss = resume.totalLoss;
-      state.computeMsTotal = resume.computeMs;
-      state.dataStarveMsTotal = resume.dataMs;
-    }
+    // A resumed epoch: the batches trained before the save are skipped, its totals carried on.
+    this.#cursor.begin(plan, state);
     this.#open = state;
-    this.#openPlan = plan;
-    this.#after = undefined;
     return state;
   }
 
@@ -366,7 +353,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   endEpoch(state: EpochState): void {
     if (this.#open === state) this.#closeIterator();
     if (state.shutdown) return;
-    if (this.#open === state) this.#after = state.epoch + 1;
+    this.#cursor.closed(state);
     const batches = state.batchDone;
     const elapsed = performance.now() - state.epochStart;
     const report: Omit<Metrics, 'type'> = {
@@ -478,19 +465,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
    * next epoch at a boundary.
    */
   dataCursor(): DataCursor {
-    const open = this.#open;
-    if (this.#after !== undefined || open === undefined) {
-      const resume = this.#resume;
-      if (resume !== undefined) return { ...resume };
-      return { epoch: this.#after ?? 0, batch: 0, totalLoss: 0, computeMs: 0, dataMs: 0 };
-    }
-    return {
-      epoch: open.epoch,
-      batch: open.booked,
-      totalLoss: open.totalLoss,
-      computeMs: open.computeMsTotal,
-      dataMs: open.dataStarveMsTotal,
-    };
+    return this.#cursor.cursor();
   }
 
   /** The rank's objects and counters, as a bundle records them. */
@@ -512,20 +487,8 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       stepsSinceAvg: this.stepsSinceAvg,
       averagingCount: this.session?.version ?? 0,
       cursor: this.dataCursor(),
-      covered: this.#covered(),
+      covered: this.#cursor.covered(),
     };
-  }
-
-  /** The positions of the epoch in progress this rank trained: `[from, to)` of its open plan. */
-  #covered(): [number, number][] {
-    const open = this.#open;
-    const plan = this.#openPlan;
-    if (this.#after !== undefined || open === undefined || plan === undefined || open.booked === 0) {
-      const resume = this.#resume;
-      return resume && resume.batch > 0 ? [[0, resume.batch * this.batchSize]] : [];
-    }
-    const trained = Math.min(open.booked * this.batchSize, plan.partitionSize);
-    return [[plan.partitionOffset, plan.partitionOffset + trained]];
   }
 
   /**
@@ -605,18 +568,19 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       this.#stepsSinceAvg = meta.worldSize > 1 ? meta.globalStep + meta.stepsSinceAvg : meta.stepsSinceAvg;
     }
     // A cluster bundle's cursor is one rank's share: its epoch restarts from the beginning here.
-    this.#resume =
+    const cursor =
       meta.worldSize > 1
         ? { epoch: meta.cursor.epoch, batch: 0, totalLoss: 0, computeMs: 0, dataMs: 0 }
-        : { ...meta.cursor };
-    this.currentEpoch = meta.cursor.epoch;
+        : meta.cursor;
+    this.#cursor.resumeAt(cursor);
+    this.currentEpoch = cursor.epoch;
     // The epoch callback of an epoch already begun fired before the save.
-    if (this.#resume.batch > 0) this.#lastEpochFired = meta.cursor.epoch;
+    if (cursor.batch > 0) this.#lastEpochFired = cursor.epoch;
   }
 
   /** The epoch a resumed run continues with (0 for a fresh one). */
   get startEpoch(): number {
-    return this.#resume?.epoch ?? 0;
+    return this.#cursor.startEpoch;
   }
 
   /** The elected rank's checkpoint: the `checkpointFn` callback (if any), then a bundle (with a `savePath`). */

@@ -8,7 +8,7 @@ import { Adam, Dropout, Linear, ReLU, readSafetensors, Sequential, StepLR } from
 import { manualSeed, randn, type Tensor, toBytes } from '@flodl/tensor-native';
 import { describe, expect, it } from 'vitest';
 import { TensorDataset } from '../src/data/index.js';
-import { readCheckpoint, Trainer, type TrainerHandle } from '../src/index.js';
+import { readCheckpoint, recordScalar, Trainer, type TrainerHandle } from '../src/index.js';
 import { temporaryFolder } from './helpers.js';
 
 const folder = temporaryFolder('bundles');
@@ -29,7 +29,10 @@ function builder(epochs = EPOCHS) {
   return Trainer.builder(
     () => new Sequential(new Linear(4, 16), new ReLU(), new Dropout(0.25), new Linear(16, 2)),
     (params) => new Adam(params, { lr: 0.01 }),
-    (model, batch) => mseLoss(model.forward(batch.at(0)), batch.at(1)),
+    (model, batch) => {
+      recordScalar('target', batch.at(1).mean().item() as number);
+      return mseLoss(model.forward(batch.at(0)), batch.at(1));
+    },
   )
     .dataset(data)
     .batchSize(8)
@@ -39,17 +42,21 @@ function builder(epochs = EPOCHS) {
 }
 
 /** Runs `configured` to its end; → the final params (hex) and each epoch's average loss. */
-async function train(
-  configured: ReturnType<typeof builder>,
-): Promise<{ params: string[]; losses: Map<number, number> }> {
+async function train(configured: ReturnType<typeof builder>): Promise<{
+  params: string[];
+  losses: Map<number, number>;
+  scalars: Map<number, Record<string, number>>;
+}> {
   const losses = new Map<number, number>();
+  const scalars = new Map<number, Record<string, number>>();
   const run = await configured
     .metricsFn((metrics) => {
       losses.set(metrics.epoch, metrics.avgLoss);
+      scalars.set(metrics.epoch, { ...metrics.scalars });
     })
     .run()
     .join();
-  return { params: hex(run.params), losses };
+  return { params: hex(run.params), losses, scalars };
 }
 
 describe('checkpoint bundles, one device', () => {
@@ -64,6 +71,7 @@ describe('checkpoint bundles, one device', () => {
       (model, batch) => {
         steps += 1;
         if (steps === 17) first.stop(); // mid-epoch 1: batch 5 of 12
+        recordScalar('target', batch.at(1).mean().item() as number);
         return mseLoss(model.forward(batch.at(0)), batch.at(1));
       },
     )
@@ -91,6 +99,9 @@ describe('checkpoint bundles, one device', () => {
     // The resumed epoch's metrics count its batches from before the stop too.
     expect(resumed.losses.get(1)).toBe(straight.losses.get(1));
     expect(resumed.losses.get(2)).toBe(straight.losses.get(2));
+    // ... and its scalars recorded before the stop (carried in the bundle's cursor).
+    expect(saved.meta.cursor.scalars?.target?.count).toBe(5);
+    expect(resumed.scalars.get(1)).toEqual(straight.scalars.get(1));
     expect(firstLosses.get(0)).toBe(straight.losses.get(0));
     expect([...resumed.losses.keys()]).toEqual([1, 2]);
   });

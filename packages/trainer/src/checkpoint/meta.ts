@@ -51,6 +51,8 @@ export interface DataCursor {
   /** Their compute and data-wait time, ms. */
   computeMs: number;
   dataMs: number;
+  /** The `recordScalar` totals of those batches, by name. */
+  scalars?: Record<string, { sum: number; count: number }>;
 }
 
 /** One file of the bundle, as the meta names it. */
@@ -218,8 +220,15 @@ function checkMeta(path: string, value: unknown): CheckpointMeta {
       Number.isSafeInteger(cursor.batch) &&
       (cursor.batch as number) >= 0 &&
       (cursor.batch as number) <= batches &&
-      [cursor.totalLoss, cursor.computeMs, cursor.dataMs].every((item) => typeof item === 'number'),
-    `{ epoch: ${meta.epoch}, batch: 0..${batches}, totalLoss, computeMs, dataMs }`,
+      [cursor.totalLoss, cursor.computeMs, cursor.dataMs].every((item) => typeof item === 'number') &&
+      (cursor.scalars === undefined ||
+        (typeof cursor.scalars === 'object' &&
+          cursor.scalars !== null &&
+          Object.values(cursor.scalars).every(
+            (entry) =>
+              typeof entry?.sum === 'number' && Number.isSafeInteger(entry?.count) && entry.count >= 0,
+          ))),
+    `{ epoch: ${meta.epoch}, batch: 0..${batches}, totalLoss, computeMs, dataMs, scalars? }`,
     cursor,
   );
   const rng = meta.rng as Record<string, unknown> | undefined;

@@ -3,6 +3,7 @@
 
 import type { EpochPlan } from '@flodl/distributed';
 import type { DataCursor } from '../checkpoint/meta.js';
+import { peekScalars, restoreScalars } from './scalars.js';
 import type { EpochState } from './types.js';
 
 /** @internal Tracks a rank's {@link DataCursor} across plans. */
@@ -40,6 +41,7 @@ export class CursorTracker {
       state.totalLoss = resume.totalLoss;
       state.computeMsTotal = resume.computeMs;
       state.dataStarveMsTotal = resume.dataMs;
+      if (resume.scalars) restoreScalars(resume.scalars);
     }
     this.#plan = plan;
     this.#state = state;
@@ -58,12 +60,14 @@ export class CursorTracker {
       if (this.#resume !== undefined) return { ...this.#resume };
       return { epoch: this.#after ?? 0, batch: 0, totalLoss: 0, computeMs: 0, dataMs: 0 };
     }
+    const scalars = peekScalars();
     return {
       epoch: state.epoch,
       batch: state.booked,
       totalLoss: state.totalLoss,
       computeMs: state.computeMsTotal,
       dataMs: state.dataStarveMsTotal,
+      ...(Object.keys(scalars).length > 0 ? { scalars } : {}),
     };
   }
 

@@ -5,6 +5,7 @@ import { aggregateEpochMetrics } from '@flodl/distributed/coordinator';
 import type { Optimizer } from '@flodl/nn';
 import { type CheckpointBundle, readCheckpoint } from '../checkpoint/read.js';
 import { RankRuntime, type RuntimeStep } from '../runtime/rank-runtime.js';
+import { drainScalars } from '../runtime/scalars.js';
 import type { AnyModule } from '../runtime/types.js';
 import { buildRank, callbacksOf, warnCallback } from './build-rank.js';
 import type { TrainedRun, TrainerHandle } from './handle.js';
@@ -131,6 +132,8 @@ export async function runSingleDevice<M extends AnyModule>(
     const state = { ...runtime.finalState(), lost: [] };
     if (options.savePath !== undefined)
       saveFinal(runtime, interruptedAt !== undefined || stopped() ? 'stop' : 'final');
+    // The stopped epoch's scalars went into its bundle; the next run in this process starts clean.
+    if (interruptedAt !== undefined) drainScalars();
     outcome = 'Completed';
     return state;
   } finally {

@@ -1,8 +1,18 @@
 // getRngState / setRngState: a saved generator state repeats what is drawn next, exactly.
 import { describe, expect, it } from 'vitest';
-import { FlodlError, getRngState, manualSeed, randn, setRngState, tidy, toBytes } from '../src/index.js';
+import {
+  cuda,
+  FlodlError,
+  getRngState,
+  manualSeed,
+  randn,
+  setRngState,
+  tidy,
+  toBytes,
+} from '../src/index.js';
 
-const draw = (): string => tidy(() => Buffer.from(toBytes(randn([64]))).toString('hex'));
+const draw = (device: 'cpu' | 'cuda:0' = 'cpu'): string =>
+  tidy(() => Buffer.from(toBytes(randn([64], { device }))).toString('hex'));
 
 describe('RNG state', () => {
   it('repeats the draws after the saved point, whatever was drawn in between', () => {
@@ -15,6 +25,19 @@ describe('RNG state', () => {
     setRngState(state);
     expect([draw(), draw()]).toEqual(first);
     expect(first[0]).not.toEqual(first[1]);
+  });
+
+  it.skipIf(!cuda.isAvailable())("repeats a CUDA device's draws (its seed and offset)", () => {
+    manualSeed(9);
+    draw('cuda:0');
+    const state = getRngState('cuda:0');
+    const cpu = getRngState();
+    const first = [draw('cuda:0'), draw('cuda:0')];
+    manualSeed(10);
+    setRngState(state, 'cuda:0');
+    expect([draw('cuda:0'), draw('cuda:0')]).toEqual(first);
+    // The CPU generator is another one: restoring the CUDA state leaves it alone.
+    expect(Buffer.from(getRngState()).equals(Buffer.from(cpu))).toBe(false);
   });
 
   it('returns a copy: drawing does not change a saved state', () => {

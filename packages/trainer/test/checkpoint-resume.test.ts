@@ -5,7 +5,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { mseLoss } from '@flodl/autograd';
 import { Adam, Dropout, Linear, ReLU, readSafetensors, Sequential, StepLR } from '@flodl/nn';
-import { manualSeed, randn, type Tensor, toBytes } from '@flodl/tensor-native';
+import { cuda, type Device, manualSeed, randn, type Tensor, toBytes } from '@flodl/tensor-native';
 import { describe, expect, it } from 'vitest';
 import { TensorDataset } from '../src/data/index.js';
 import { readCheckpoint, recordScalar, Trainer, type TrainerHandle } from '../src/index.js';
@@ -25,7 +25,7 @@ const EPOCHS = 3;
 const hex = (tensors: Tensor[]) => tensors.map((tensor) => Buffer.from(toBytes(tensor)).toString('hex'));
 
 /** Dropout draws from the CPU generator every step, Adam keeps moments, StepLR decays every 10 steps. */
-function builder(epochs = EPOCHS) {
+function builder(epochs = EPOCHS, device: Device = 'cpu') {
   return Trainer.builder(
     () => new Sequential(new Linear(4, 16), new ReLU(), new Dropout(0.25), new Linear(16, 2)),
     (params) => new Adam(params, { lr: 0.01 }),
@@ -37,7 +37,7 @@ function builder(epochs = EPOCHS) {
     .dataset(data)
     .batchSize(8)
     .numEpochs(epochs)
-    .devices(['cpu'])
+    .devices([device])
     .scheduler((optimizer) => new StepLR(optimizer, { stepSize: 10, gamma: 0.5 }));
 }
 
@@ -132,6 +132,19 @@ describe('checkpoint bundles, one device', () => {
     expect(resumed.params).toEqual(straight.params);
     expect([...resumed.losses.keys()]).toEqual([2, 3]);
   });
+
+  it.skipIf(!cuda.isAvailable())(
+    'on a CUDA device: resumes from an epoch bundle bit for bit, the device generator included',
+    async () => {
+      const savePath = join(folder, 'cuda');
+      const straight = await train(builder(3, 'cuda:0'));
+      await train(builder(2, 'cuda:0').savePath(savePath));
+      const saved = readCheckpoint(savePath);
+      expect(Object.keys(saved.meta.rng).sort()).toEqual(['cpu', 'cuda:0']);
+      const resumed = await train(builder(3, 'cuda:0').resumeFrom(savePath));
+      expect(resumed.params).toEqual(straight.params);
+    },
+  );
 
   it('requestCheckpoint writes a bundle after the step in flight; without a savePath it is refused', async () => {
     const savePath = join(folder, 'requested');

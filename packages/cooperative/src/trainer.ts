@@ -34,13 +34,17 @@ export class CooperativeTrainerBuilder<M extends AnyModule = AnyModule> extends 
     const role = detectRole(spec.options.devices);
     if (role.kind === 'single') {
       // This process owns the run's view: the progress display, the metrics log, the dashboard.
-      const { runtime, monitor } = await createWatchedSingleRuntime(spec);
+      const { runtime, model, optimizer, monitor } = await createWatchedSingleRuntime(spec);
       return new Worker<M>({
         kind: 'single',
         runtime,
         numEpochs: spec.options.numEpochs,
         monitor,
-        release: () => runtime.dispose(),
+        release: () => {
+          runtime.dispose();
+          optimizer.dispose();
+          model.dispose();
+        },
       });
     }
     if (role.kind === 'rank') {

@@ -80,6 +80,7 @@ export class Worker<M extends AnyModule = AnyModule> {
 
   /** The rank's model (train your forward on it). */
   get model(): M {
+    this.#checkOpen('model');
     return this.#runtime.model;
   }
 
@@ -165,8 +166,10 @@ export class Worker<M extends AnyModule = AnyModule> {
         got: loss === null ? 'null' : typeof loss,
       });
     }
-    const value = loss.item() as number;
+    // The step is queued before the loss is read: on a GPU the read waits for the step's
+    // kernels instead of holding them back.
     tidy(() => this.#runtime.optimizerStepAndBookkeep());
+    const value = loss.item() as number;
     const ms = performance.now() - this.#computeStart;
     this.#computeStart = undefined;
     this.#releaseBatch();
@@ -177,8 +180,9 @@ export class Worker<M extends AnyModule = AnyModule> {
 
   /**
    * Ends this rank's part: closes a plan in flight and returns the final state (CPU tensors,
-   * parameter order). On a cluster it says Exiting to the coordinator; the process is then
-   * done with the run. Idempotent.
+   * parameter order, owned by the caller). The run's own model and optimizer are freed (as the
+   * managed Trainer frees them): from here on, use the returned state. On a cluster it says
+   * Exiting to the coordinator; the process is then done with the run. Idempotent.
    */
   finish(): Promise<TrainedState> {
     this.#finishing ??= (async () => {

@@ -78,6 +78,7 @@ describe('cooperative Worker, one device', () => {
     await worker.nextPlan();
     await worker.finish();
     await expect(worker.nextPlan()).rejects.toThrow(/after finish/);
+    expect(() => worker.model).toThrow(/Worker.model after finish/);
   });
 
   it('the async iterators walk the same loop, and a finished loop leaks no tensors', async () => {
@@ -93,9 +94,9 @@ describe('cooperative Worker, one device', () => {
           steps += 1;
         }
       }
+      // finish() frees the run's model and optimizer: only the returned state is the caller's.
       const state = await worker.finish();
       for (const tensor of state.params) tensor.dispose();
-      worker.model.dispose();
       return steps;
     };
     expect(await run()).toBe(16);

@@ -17,6 +17,18 @@ export function check(name, fn) {
   }
 }
 
+/** {@link check} for an async `fn`: awaits it before the next check starts. */
+export async function checkAsync(name, fn) {
+  try {
+    await fn();
+    passes++;
+    console.log(`ok   ${name}`);
+  } catch (error) {
+    failures++;
+    console.log(`FAIL ${name}: ${error instanceof Error ? error.stack : error}`);
+  }
+}
+
 /** Throws `message` unless `condition` holds. */
 export function assert(condition, message) {
   if (!condition) throw new Error(message);

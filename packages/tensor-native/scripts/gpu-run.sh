@@ -8,6 +8,8 @@
 #   cluster      the averaging modes with one rank process per GPU (2 or more), then the same
 #                with rank 1 dying mid-run
 #   bench        bench:dispatch and bench:train on cuda against this machine's PyTorch
+#   managed      bench:managed on cuda: the managed Trainer against a hand-written loop, on
+#                the Fashion-MNIST test split carried in .device/fashion-mnist
 # With $OUT set, the built addon and each phase's log are left there.
 set -uo pipefail
 root="$(pwd)"
@@ -37,7 +39,7 @@ else
 fi
 # Packages import each other by name.
 mkdir -p node_modules/@flodl
-for package in tensor-native autograd nn trainer distributed; do ln -sfn "../../packages/$package" "node_modules/@flodl/$package"; done
+for package in tensor-native autograd nn distributed trainer cooperative; do ln -sfn "../../packages/$package" "node_modules/@flodl/$package"; done
 
 status=0
 log() { if [ -n "${OUT:-}" ]; then tee "$OUT/$1.log"; else cat; fi; }
@@ -57,6 +59,11 @@ for phase in "${phases[@]}"; do
     bench)
       (node --expose-gc packages/tensor-native/bench/dispatch.mjs --device cuda --iterations 50000 &&
         node --expose-gc packages/trainer/bench/train.mjs --device cuda --model all) 2>&1 | log bench || status=1 ;;
+    managed)
+      if [ -d .device/fashion-mnist ]; then
+        (cd packages/trainer && node --expose-gc --import tsx bench/managed.ts --device cuda \
+          --root "$root/.device/fashion-mnist" --split test --samples 9984 --epochs 3 --rounds 5) 2>&1 | log managed || status=1
+      else echo "managed skipped: no .device/fashion-mnist (gpu-pack.sh copies it from Debian's dataset-fashion-mnist)"; fi ;;
     *) echo "unknown phase $phase"; status=2 ;;
   esac
 done

@@ -3,13 +3,14 @@
 // packages/tensor-native/scripts/gpu-run.sh built the addon, with the packages' dist/ carried):
 // batches staged through pinned memory and copied non-blocking, resident mode on the device,
 // FashionMnist's uint8 data gathered and scaled on the device, bounded prefetch, no leaks on
-// early exit, flat device memory over many batches, and CUDA training matching the CPU.
+// early exit, flat device memory over many batches, CUDA training matching the CPU, and the
+// managed Trainer and the cooperative Worker training on the device a model built on the CPU.
 // FLODL_CHECK_DEVICE=cpu runs the same checks on the CPU (a dry run of the script itself).
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { assert, check, finish } from '../../tensor-native/scripts/check-harness.mjs';
+import { assert, check, checkAsync, finish } from '../../tensor-native/scripts/check-harness.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const packages = join(here, '..', '..');
@@ -17,6 +18,8 @@ const flodl = await import(join(packages, 'tensor-native', 'dist', 'index.js'));
 const autograd = await import(join(packages, 'autograd', 'dist', 'index.js'));
 const nn = await import(join(packages, 'nn', 'dist', 'index.js'));
 const data = await import(join(packages, 'trainer', 'dist', 'data', 'index.js'));
+const { Trainer } = await import(join(packages, 'trainer', 'dist', 'index.js'));
+const cooperative = await import(join(packages, 'cooperative', 'dist', 'index.js'));
 const { arange, cuda, keep, liveTensorCount, manualSeed, randn, randint, tidy, Tensor } = flodl;
 const { DataLoader, FashionMnist, TensorDataset } = data;
 
@@ -192,6 +195,76 @@ check('training on device batches follows the CPU (float64 MLP, 30 steps)', () =
   features.dispose();
   targets.dispose();
 });
+
+/** A classification set both tiers train on, and a factory that ignores its device argument. */
+const tierFeatures = keep(randn([512, 16]));
+const tierTargets = keep(randint(0, 3, [512]));
+const tierSet = new TensorDataset([tierFeatures, tierTargets]);
+const cpuBuilt = () => new nn.Sequential(new nn.Linear(16, 32), new nn.ReLU(), new nn.Linear(32, 3));
+const tierStep = (model, batch) => autograd.crossEntropy(model.forward(batch[0]), batch[1]);
+const onDevice = (tensor) => tensor.device === (device === 'cuda' ? 'cuda:0' : device);
+
+await checkAsync(
+  'the managed Trainer trains on the device a model its factory built on the CPU',
+  async () => {
+    const losses = [];
+    let placed = false;
+    const handle = Trainer.builder(
+      cpuBuilt,
+      (params) => new nn.Adam(params, { lr: 1e-2 }),
+      (model, batch) => {
+        placed ||= model.parameters().every(onDevice);
+        return tierStep(model, batch);
+      },
+    )
+      .dataset(tierSet)
+      .batchSize(64)
+      .numEpochs(4)
+      .devices([device])
+      .progress(false)
+      .metricsFn((metrics) => losses.push(metrics.avgLoss))
+      .run();
+    const state = await handle.join();
+    assert(placed, 'the model trained off the device');
+    assert(losses.length === 4 && losses[3] < losses[0], `epoch losses ${losses.join(', ')}`);
+    for (const tensor of [...state.params, ...state.buffers]) tensor.dispose();
+  },
+);
+
+await checkAsync(
+  'a cooperative Worker trains on the device a model its factory built on the CPU',
+  async () => {
+    const worker = await cooperative.Trainer.builder(
+      cpuBuilt,
+      (params) => new nn.Adam(params, { lr: 1e-2 }),
+      tierStep,
+    )
+      .dataset(tierSet)
+      .batchSize(64)
+      .numEpochs(3)
+      .devices([device])
+      .progress(false)
+      .intoWorker();
+    const losses = [];
+    let placed = true;
+    for await (const plan of worker.plans()) {
+      for await (const batch of worker.batches(plan)) {
+        placed &&= worker.model.parameters().every(onDevice) && onDevice(batch[0]);
+        const loss = tierStep(worker.model, batch);
+        loss.backward();
+        losses.push(loss.item());
+        await worker.step(loss);
+      }
+    }
+    const state = await worker.finish();
+    assert(placed, 'the model or a batch was off the device');
+    assert(losses.at(-1) < losses[0], `losses ${losses[0]} -> ${losses.at(-1)}`);
+    for (const tensor of [...state.params, ...state.buffers]) tensor.dispose();
+  },
+);
+tierSet.dispose();
+tierFeatures.dispose();
+tierTargets.dispose();
 
 cpuLoader.dispose();
 tensors.dispose();

@@ -2,6 +2,7 @@
 import { crossEntropy, mseLoss } from '@flodl/autograd';
 import { Adam, Linear, ReLU, Sequential, SGD } from '@flodl/nn';
 import {
+  type Device,
   FlodlError,
   liveTensorCount,
   manualSeed,
@@ -10,6 +11,7 @@ import {
   tidy,
   toBytes,
 } from '@flodl/tensor-native';
+import { testDevice } from '@flodl/testing';
 import { describe, expect, it } from 'vitest';
 import { DataLoader, FashionMnist, TensorDataset } from '../src/data/index.js';
 import { RankRuntime, recordScalar, Trainer } from '../src/index.js';
@@ -44,14 +46,14 @@ describe('Trainer on one device', () => {
       .dataset(data)
       .batchSize(8)
       .numEpochs(3)
-      .devices(['cpu'])
+      .devices([testDevice as Device])
       .run();
     const trained = await handle.join();
 
     manualSeed(42);
-    const model = mlp();
+    const model = mlp().to(testDevice as Device);
     const optimizer = new Adam(model.parameters(), { lr: 0.01 });
-    const loader = new DataLoader(data, { batchSize: 8, seed: 42 });
+    const loader = new DataLoader(data, { batchSize: 8, seed: 42, device: testDevice as Device });
     for (let epoch = 0; epoch < 3; epoch++) {
       for (const batch of loader.epoch(epoch)) {
         tidy(() => {

@@ -388,10 +388,12 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
           { cause: error },
         );
       }
-      const value = checkLoss(output).item() as number;
-      (output as Tensor).backward();
+      const loss = checkLoss(output);
+      loss.backward();
       this.optimizerStepAndBookkeep();
-      return value;
+      // Read after the step is queued: on a GPU an earlier read would wait for the forward
+      // before backward and the step could be launched.
+      return loss.item() as number;
     });
     return [loss, performance.now() - started];
   }

@@ -10,7 +10,11 @@ export type AnyModule = Module<any[], any>;
 /** Any training dataset: per-sample (`get`) or batched (`getBatch`). */
 export type TrainingDataset = Dataset | BatchDataset;
 
-/** Builds the model on `device`; called once per rank, after the run's seed was set. */
+/**
+ * Builds the model on `device`; called once per rank, after the run's seed was set. A model
+ * built elsewhere (a factory that ignores `device`) is moved to `device` before the optimizer
+ * is built.
+ */
 export type ModelFactory<M extends AnyModule = AnyModule> = (device: Device) => M;
 
 /** Forward and loss of one batch (the framework owns backward, clipping and the optimizer step). */

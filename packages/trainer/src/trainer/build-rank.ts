@@ -6,7 +6,10 @@ import type { RuntimeCallbacks } from '../runtime/rank-runtime.js';
 import type { AnyModule } from '../runtime/types.js';
 import type { RunSpec } from './spec.js';
 
-/** @internal The rank's model and optimizer, built after seeding with the run's seed. */
+/**
+ * @internal The rank's model (on `device`) and optimizer, built after seeding with the run's
+ * seed.
+ */
 export function buildRank<M extends AnyModule>(
   spec: RunSpec<M>,
   device: Device,
@@ -27,6 +30,9 @@ export function buildRank<M extends AnyModule>(
       got: 'none',
     });
   }
+  // A factory that ignores its device argument built on the CPU: move it (in place, so the
+  // parameters the optimizer receives are the ones that train).
+  model.to(device);
   const optimizer = spec.optimizerFactory(model.parameters());
   if (typeof optimizer !== 'object' || optimizer === null || typeof optimizer.step !== 'function') {
     throw new FlodlError('ERR_INVALID_ARGUMENT', 'the optimizer factory must return an Optimizer', {

@@ -151,7 +151,10 @@ export async function joinClusterRank<M extends AnyModule>(
           await session.finish();
           return state;
         } finally {
+          // The caller holds copies (TrainedState): the rank's own model and optimizer go too.
           created.dispose();
+          optimizer.dispose();
+          model.dispose();
         }
       })();
       return finished;

@@ -147,7 +147,7 @@ describe('checkpoint bundles, one device', () => {
   );
 
   it('requestCheckpoint writes a bundle after the step in flight; without a savePath it is refused', async () => {
-    const savePath = join(folder, 'requested');
+    const savePath = join(folder, 'not-yet', 'requested'); // the folder is created
     let steps = 0;
     const handle: TrainerHandle = Trainer.builder(
       () => new Linear(4, 2),

@@ -4,7 +4,7 @@
 // this stem incomplete (skipped by `resumeFrom`), and every other bundle untouched.
 
 import { randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, openSync, rmSync, statSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { type LRScheduler, type Optimizer, save, saveOptimizer, writeFileAtomic } from '@flodl/nn';
 import { type Device, FlodlError, getRngState } from '@flodl/tensor-native';
@@ -43,7 +43,7 @@ export interface BundleSource {
 }
 
 /**
- * Writes the bundle of `source` at `stem` and returns its meta.
+ * Writes the bundle of `source` at `stem` (its folder created when missing) and returns its meta.
  *
  * @throws FlodlError ERR_IO when a file cannot be written (the stem is left without its meta:
  *   incomplete; other bundles are untouched)
@@ -53,6 +53,7 @@ export function writeBundle(stem: string, source: BundleSource, reason: BundleRe
   const bundleId = randomBytes(8).toString('hex');
   const tag = { 'flodl.bundle': bundleId };
   try {
+    mkdirSync(dirname(paths.meta), { recursive: true });
     rmSync(paths.meta, { force: true });
   } catch (error) {
     throw ioError(paths.meta, error);

@@ -84,7 +84,7 @@ export interface CheckpointMeta {
   /** The averaging mode, or `'single'` on one device. */
   mode: string;
   worldSize: number;
-  /** The ranks alive at the save. */
+  /** The ranks of the run at its formation (0 … worldSize − 1). */
   membership: number[];
   /** The shuffle seed (every epoch's permutation derives from it). */
   seed: number;

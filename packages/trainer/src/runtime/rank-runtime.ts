@@ -531,11 +531,6 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
     this.#bundleRequested = true;
   }
 
-  /** True when a `requestCheckpoint` waits for its step. */
-  get checkpointPending(): boolean {
-    return this.#bundleRequested;
-  }
-
   /** Writes the pending requested bundle now (between steps); a failure is reported, not thrown. */
   flushCheckpointRequest(): void {
     if (!this.#bundleRequested) return;

@@ -13,6 +13,7 @@ import type {
   RunMonitor,
   TrainedState,
 } from '@flodl/trainer';
+import { saveFinal } from '@flodl/trainer';
 
 /** What `step` reports: whether the coordinator ended the run (leave the loop). */
 export interface StepOutcome {
@@ -68,6 +69,8 @@ export class Worker<M extends AnyModule = AnyModule> {
   constructor(link: WorkerLink<M>) {
     this.#link = link;
     this.#runtime = link.kind === 'single' ? link.runtime : link.rank.runtime;
+    // A resumed run continues with the epoch its bundle was saved in.
+    this.#nextEpoch = this.#runtime.startEpoch;
     if (link.kind === 'cluster') {
       this.#runtime.enableMetricsStream();
       this.#runtime.enableEvalStream();
@@ -184,8 +187,12 @@ export class Worker<M extends AnyModule = AnyModule> {
   finish(): Promise<TrainedState> {
     this.#finishing ??= (async () => {
       this.#releaseBatch();
-      this.#closeOpenPlan();
       const link = this.#link;
+      if (link.kind === 'single' && this.#runtime.savePath !== undefined) {
+        // Saved before the open plan closes: the bundle's cursor is the batches trained so far.
+        saveFinal(this.#runtime, this.#runtime.dataCursor().epoch >= link.numEpochs ? 'final' : 'stop');
+      }
+      this.#closeOpenPlan();
       if (link.kind === 'single') {
         try {
           return this.#runtime.finalState();
@@ -224,9 +231,20 @@ export class Worker<M extends AnyModule = AnyModule> {
     this.#runtime.reportIntent('EvalNow');
   }
 
-  /** Asks for a checkpoint at the next coherent boundary, on the elected rank (a no-op on one device). */
+  /**
+   * Asks for a checkpoint at the next coherent boundary: on a cluster, the elected rank's;
+   * on one device with a `savePath`, a bundle (`<savePath>.step-<N>`) after the step in flight,
+   * or at once between steps (a no-op on one device without a `savePath`).
+   */
   requestCheckpoint(): void {
-    this.#runtime.reportIntent('CheckpointNow');
+    this.#checkOpen('requestCheckpoint');
+    if (this.#link.kind === 'cluster') {
+      this.#runtime.reportIntent('CheckpointNow');
+      return;
+    }
+    if (this.#runtime.savePath === undefined) return;
+    this.#runtime.requestCheckpoint();
+    if (this.#computeStart === undefined) this.#runtime.flushCheckpointRequest();
   }
 
   /** The plans as an async iterator (`for await (const plan of worker.plans())`). */

@@ -12,8 +12,10 @@ export { loadOptimizer, saveOptimizer } from './checkpoint/optimizer-io.js';
 export {
   MAX_HEADER_BYTES,
   readSafetensors,
+  readSafetensorsMetadata,
   type SafetensorsContents,
   type SafetensorsMetadata,
+  writeFileAtomic,
   writeSafetensors,
 } from './checkpoint/safetensors.js';
 export * from './clip.js';

@@ -12,7 +12,15 @@ import { join } from 'node:path';
 import { arange, liveTensorCount, randn, Tensor, tidy, toBytes, zeros } from '@flodl/tensor-native';
 import { caught } from '@flodl/testing';
 import { afterAll, describe, expect, it } from 'vitest';
-import { load, Module, Parameter, readSafetensors, save, writeSafetensors } from '../src/index.js';
+import {
+  load,
+  Module,
+  Parameter,
+  readSafetensors,
+  readSafetensorsMetadata,
+  save,
+  writeSafetensors,
+} from '../src/index.js';
 import { onHost } from './golden.js';
 
 const fixtures = new URL('./fixtures/', import.meta.url).pathname;
@@ -133,8 +141,12 @@ describe('safetensors', () => {
         const path = join(workspace, `${name.replace(/ /g, '-')}.safetensors`);
         writeFileSync(path, content);
         expect(caught(() => readSafetensors(path)).code, name).toBe('ERR_CHECKPOINT');
+        // The header-only reader checks the same sizes without reading the data.
+        expect(caught(() => readSafetensorsMetadata(path)).code, name).toBe('ERR_CHECKPOINT');
       }
       expect(liveTensorCount()).toBe(before);
+      writeSafetensors(good, recipe(), { run: 'r1' });
+      expect(readSafetensorsMetadata(good)).toEqual({ run: 'r1' });
       expect(caught(() => readSafetensors(join(workspace, 'missing.safetensors'))).code).toBe('ERR_IO');
     }));
 

@@ -192,15 +192,19 @@ FLODL_OP(fromBytes) {
   return c.result(std::move(host));
 }
 
+// The element bytes of a contiguous CPU tensor, copied into a new Uint8Array.
+Napi::Value copyBytes(Napi::Env env, const at::Tensor& host) {
+  const size_t bytes = static_cast<size_t>(host.numel()) * host.element_size();
+  Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(env, bytes);
+  if (bytes != 0) std::memcpy(buffer.Data(), host.data_ptr(), bytes);
+  return Napi::Uint8Array::New(env, bytes, buffer, 0);
+}
+
 // toBytes(t): the raw element bytes (row-major, native little-endian) in a new Uint8Array.
 FLODL_OP(toBytes) {
   at::Tensor host = c.tensor(0).detach();
   if (!host.is_cpu()) host = host.to(at::kCPU);
-  host = host.contiguous();
-  const size_t bytes = static_cast<size_t>(host.numel()) * host.element_size();
-  Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(c.env, bytes);
-  if (bytes != 0) std::memcpy(buffer.Data(), host.data_ptr(), bytes);
-  return Napi::Uint8Array::New(c.env, bytes, buffer, 0);
+  return copyBytes(c.env, host.contiguous());
 }
 
 // scalarTensor(value, dtype?): a 0-dim tensor that promotes like a Python number.
@@ -260,6 +264,43 @@ FLODL_OP(manualSeed) {
     std::lock_guard<std::mutex> lock(generator.mutex());
     generator.set_current_seed(static_cast<uint64_t>(seed));
   }
+  return c.undefined();
+}
+
+// The default generator of `device` (-1 CPU, N cuda:N).
+at::Generator defaultGenerator(const c10::Device& device) {
+  if (device.is_cpu()) return at::detail::getDefaultCPUGenerator();
+  return at::globalContext().defaultGenerator(device);
+}
+
+// rngState(device): the default generator's state as bytes (PyTorch's torch.get_rng_state /
+// torch.cuda.get_rng_state): the CPU's Mersenne Twister, or a CUDA device's seed and offset.
+FLODL_OP(rngState) {
+  const c10::Device device = c.device(0);
+  at::Generator generator = defaultGenerator(device);
+  at::Tensor state;
+  {
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    state = generator.get_state();
+  }
+  return copyBytes(c.env, state.to(at::kCPU).contiguous());
+}
+
+// setRngState(device, bytes): restores a state rngState returned (libtorch checks its size).
+FLODL_OP(setRngState) {
+  const c10::Device device = c.device(0);
+  if (c.length() < 2 || !c.info[1].IsTypedArray()) c.invalid(1, "a Uint8Array");
+  Napi::TypedArray array = c.info[1].As<Napi::TypedArray>();
+  if (array.TypedArrayType() != napi_uint8_array) c.invalid(1, "a Uint8Array");
+  const size_t bytes = array.ByteLength();
+  at::Tensor state = at::empty({static_cast<int64_t>(bytes)}, at::TensorOptions().dtype(at::kByte));
+  if (bytes != 0) {
+    std::memcpy(state.data_ptr(), static_cast<const uint8_t*>(array.ArrayBuffer().Data()) + array.ByteOffset(),
+                bytes);
+  }
+  at::Generator generator = defaultGenerator(device);
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  generator.set_state(state);
   return c.undefined();
 }
 
@@ -433,6 +474,8 @@ void registerRuntimeOps(Registry& r) {
   FLODL_REGISTER(r, alias);
   FLODL_REGISTER(r, pinMemory);
   FLODL_REGISTER(r, manualSeed);
+  FLODL_REGISTER(r, rngState);
+  FLODL_REGISTER(r, setRngState);
   FLODL_REGISTER(r, setNumThreads);
   FLODL_REGISTER(r, getNumThreads);
   FLODL_REGISTER(r, buildInfo);

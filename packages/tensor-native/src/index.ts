@@ -83,6 +83,14 @@ export {
 export { autogradGrad, type BackwardOptions, isGradEnabled, setGradEnabled } from './ops-autograd.js';
 export { linalg } from './ops-linalg.js';
 export type { ReduceOptions, ValuesIndices } from './ops-reduce.js';
-export { buildInfo, getNumThreads, liveTensorCount, manualSeed, setNumThreads } from './runtime.js';
+export {
+  buildInfo,
+  getNumThreads,
+  getRngState,
+  liveTensorCount,
+  manualSeed,
+  setNumThreads,
+  setRngState,
+} from './runtime.js';
 export { beginScope, endScope, keep, type ScopeHandle, scopeDepth, tidy } from './scope.js';
 export { type NestedArray, Tensor, type ToOptions } from './tensor.js';

@@ -1,6 +1,7 @@
 // Process-level controls: seeding, threads, live-tensor accounting, build information.
 
-import { invalidArgument } from './errors.js';
+import { type Device, deviceCode } from './device.js';
+import { FlodlError, invalidArgument } from './errors.js';
 import { native } from './internal/binding.js';
 import { checkInt } from './internal/validate.js';
 
@@ -12,6 +13,43 @@ export function manualSeed(seed: number): void {
   checkInt('manualSeed', 'seed', seed);
   if (seed < 0) throw invalidArgument('manualSeed', 'seed', 'a non-negative integer', seed);
   native.manualSeed(seed);
+}
+
+/**
+ * The state of a default random generator as bytes: the CPU's (libtorch's Mersenne Twister,
+ * which `rand`, `randn`, dropout and init draw from) or a CUDA device's (seed and offset).
+ * Saved in checkpoints; `setRngState` puts it back, so what is drawn next repeats exactly.
+ * PyTorch: `torch.get_rng_state()` / `torch.cuda.get_rng_state(device)`.
+ *
+ * @throws FlodlError ERR_DEVICE for a CUDA device this process does not have
+ */
+export function getRngState(device: Device = 'cpu'): Uint8Array {
+  return native.rngState(generatorDevice('getRngState', device));
+}
+
+/**
+ * Restores a generator state `getRngState(device)` returned. PyTorch: `torch.set_rng_state`.
+ *
+ * @throws FlodlError ERR_INVALID_ARGUMENT when `state` is not a Uint8Array, ERR_NATIVE when
+ *   libtorch refuses it (a state of another generator or size), ERR_DEVICE for a missing device
+ */
+export function setRngState(state: Uint8Array, device: Device = 'cpu'): void {
+  const code = generatorDevice('setRngState', device);
+  if (!(state instanceof Uint8Array) || state.byteLength === 0)
+    throw invalidArgument('setRngState', 'state', 'the Uint8Array getRngState returned', state);
+  native.setRngState(code, state);
+}
+
+function generatorDevice(op: string, device: Device): number {
+  const code = deviceCode(op, device);
+  if (code >= 0 && code >= native.cudaDeviceCount()) {
+    throw new FlodlError('ERR_DEVICE', `${device} is not a device of this process`, {
+      op,
+      expected: `'cpu' or cuda:0..cuda:${native.cudaDeviceCount() - 1}`,
+      got: device,
+    });
+  }
+  return code;
 }
 
 /** Native tensors alive in this JS environment (for leak tests). */

@@ -1,5 +1,6 @@
 // @flodl/trainer: the data pipeline (also at `@flodl/trainer/data`), the rank runtime and the
-// managed Trainer, and the progress display of a run.
+// managed Trainer, checkpoint bundles, and the progress display of a run.
+export * from './checkpoint/index.js';
 export * from './data/index.js';
 export * from './progress/index.js';
 export * from './runtime/index.js';

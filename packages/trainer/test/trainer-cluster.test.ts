@@ -7,9 +7,13 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { mseLoss } from '@flodl/autograd';
 import type { EpochMetrics, LaunchMode } from '@flodl/distributed';
-import { distributed } from '@flodl/tensor-native';
+import { Linear, ReLU, readSafetensors, Sequential, SGD } from '@flodl/nn';
+import { distributed, manualSeed, randn, type Tensor, toBytes } from '@flodl/tensor-native';
 import { describe, expect, it } from 'vitest';
+import { TensorDataset } from '../src/data/index.js';
+import { periodicBundles, readCheckpoint, Trainer } from '../src/index.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const script = join(here, 'fixtures', 'trainer-script.ts');
@@ -176,6 +180,106 @@ describe.concurrent('Trainer clusters: speeds, failures, bad use', () => {
     expect(run.metrics.length).toBeLessThan(40);
     expect(run.params.length).toBe(4);
     expect(run.lost).toEqual([]);
+  });
+
+  it('CpuSync with a savePath: the elected rank writes each epoch bundle and the final one (the consensus), resumable on one device', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'flodl-cluster-bundles-'));
+    try {
+      const savePath = join(folder, 'run');
+      const { status, stderr, result } = await runScript({
+        mode: 'CpuSync',
+        totalSamples: 240,
+        batchSize: 8,
+        numEpochs: 2,
+        savePath,
+        checkpointEvery: 1,
+      });
+      expect(status, stderr).toBe(0);
+      const run = result as ScriptResult;
+      const final = readCheckpoint(savePath);
+      expect(final.meta).toMatchObject({
+        reason: 'final',
+        mode: 'CpuSync',
+        worldSize: 3,
+        membership: [0, 1, 2],
+      });
+      expect(final.meta.cursor.epoch).toBe(2);
+      // Every step is averaged in CpuSync: the saved model is the consensus join returned.
+      const { tensors } = readSafetensors(final.model);
+      const saved = ['0.weight', '0.bias', '2.weight', '2.bias'].map((key) => {
+        const tensor = tensors[key] as Tensor;
+        const hex = Buffer.from(toBytes(tensor)).toString('hex');
+        tensor.dispose();
+        return hex;
+      });
+      expect(saved).toEqual(run.params);
+      const periodic = periodicBundles(savePath);
+      expect(periodic.length).toBe(2);
+      const first = readCheckpoint(periodic[0]!.stem);
+      expect(first.meta).toMatchObject({ reason: 'every', cursor: { epoch: 1, batch: 0 } });
+      expect(first.meta.globalStep).toBeGreaterThan(0);
+      // Resume onto fewer ranks: the epoch-1 bundle continues on one device.
+      manualSeed(11);
+      const x = randn([240, 4]);
+      const data = new TensorDataset([x, x.matmul(randn([4, 1]))]);
+      const epochs: number[] = [];
+      const resumed = await Trainer.builder(
+        () => new Sequential(new Linear(4, 8), new ReLU(), new Linear(8, 1)),
+        (params) => new SGD(params, { lr: 0.05 }),
+        (model, batch) => mseLoss(model.forward(batch.at(0)), batch.at(1)),
+      )
+        .dataset(data)
+        .batchSize(8)
+        .numEpochs(2)
+        .devices(['cpu'])
+        .resumeFrom(first.stem)
+        .metricsFn((metrics) => {
+          epochs.push(metrics.epoch);
+        })
+        .run()
+        .join();
+      expect(epochs).toEqual([1]);
+      expect(resumed.params.length).toBe(4);
+      // resumeFrom and checkpointAtEpoch are refused on a cluster before anything starts.
+      expect(() =>
+        Trainer.builder(
+          () => new Linear(4, 1),
+          (params) => new SGD(params, { lr: 0.05 }),
+          (model, batch) => mseLoss(model.forward(batch.at(0)), batch.at(1)),
+        )
+          .dataset(data)
+          .batchSize(8)
+          .numEpochs(2)
+          .devices(['cpu', 'cpu'])
+          .resumeFrom(first.stem)
+          .run(),
+      ).toThrow(/resumeFrom is not served on a cluster run yet/);
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
+  });
+
+  it('maxFailure reached: the freshest survivor gets ShutdownWithSave and writes its bundle at savePath', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'flodl-cluster-save-'));
+    try {
+      const savePath = join(folder, 'run');
+      const { stderr } = await runScript({
+        mode: 'CpuCadence',
+        totalSamples: 480,
+        batchSize: 8,
+        numEpochs: 3,
+        maxFailure: 1,
+        throwAt: { rank: 2, step: 6 },
+        savePath,
+      });
+      const saved = readCheckpoint(savePath);
+      expect(saved.meta.reason, stderr).toBe('shutdownWithSave');
+      expect(saved.meta.worldSize).toBe(3);
+      expect(saved.optimizers.size).toBe(1);
+      expect([...saved.optimizers.keys()][0]).not.toBe(2);
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
   });
 
   it('refuses at formation a rank whose model factory built another model, naming both ranks', async () => {

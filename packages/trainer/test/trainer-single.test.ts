@@ -177,7 +177,7 @@ describe('Trainer on one device', () => {
     expect(
       caught(() => builder().dataset(regression(8)).batchSize(4).numEpochs(1).checkpointEvery(2).run())
         .message,
-    ).toContain('checkpointEvery needs a checkpointFn');
+    ).toContain('checkpointEvery needs a savePath or a checkpointFn');
     expect(
       caught(() =>
         builder()

@@ -4,7 +4,7 @@
 import { FlodlError, invalidArgument, Tensor, tidy } from '@flodl/tensor-native';
 import type { Optimizer } from '../optim/optimizer.js';
 import type { OptimizerStateDict, ParameterState } from '../optim/state-dict.js';
-import { readSafetensors, writeSafetensors } from './safetensors.js';
+import { readSafetensors, type SafetensorsMetadata, writeSafetensors } from './safetensors.js';
 
 const FORMAT = 'flodl.optimizer/1';
 
@@ -17,11 +17,16 @@ interface Scalars {
 }
 
 /**
- * Saves an optimizer's state (`stateDict()`) to a safetensors file, atomically.
+ * Saves an optimizer's state (`stateDict()`) to a safetensors file, atomically. `metadata`
+ * adds string entries to the header (the key `flodl` is the optimizer's own).
  * @example save(model, 'model.safetensors'); saveOptimizer(optimizer, 'optimizer.safetensors');
  * @throws FlodlError ERR_IO
  */
-export function saveOptimizer(optimizer: Optimizer<any, any>, path: string): void {
+export function saveOptimizer(
+  optimizer: Optimizer<any, any>,
+  path: string,
+  options: { metadata?: SafetensorsMetadata } = {},
+): void {
   if (typeof optimizer?.stateDict !== 'function')
     throw invalidArgument('saveOptimizer', 'optimizer', 'an Optimizer', optimizer);
   tidy(() => {
@@ -42,7 +47,7 @@ export function saveOptimizer(optimizer: Optimizer<any, any>, path: string): voi
       paramGroups: state.paramGroups,
       scalars,
     };
-    writeSafetensors(path, tensors, { flodl: JSON.stringify(metadata) });
+    writeSafetensors(path, tensors, { ...options.metadata, flodl: JSON.stringify(metadata) });
     for (const tensor of Object.values(tensors)) tensor.dispose();
   });
 }

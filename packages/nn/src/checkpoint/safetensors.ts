@@ -5,9 +5,11 @@
 import { randomBytes } from 'node:crypto';
 import {
   closeSync,
+  fstatSync,
   fsyncSync,
   openSync,
   readFileSync,
+  readSync,
   renameSync,
   rmSync,
   statSync,
@@ -104,6 +106,16 @@ export function writeSafetensors(
   const headerBytes = Buffer.from(headerText, 'utf8');
   const prefix = Buffer.alloc(8);
   prefix.writeBigUInt64LE(BigInt(headerBytes.length));
+  writeFileAtomic(path, [prefix, headerBytes, ...chunks], 'writeSafetensors');
+}
+
+/**
+ * Writes `chunks` to `path` atomically: a temporary file in the same folder is written,
+ * flushed to disk (fsync) and renamed over `path`, so a crash or a full disk never leaves a
+ * torn file. Checkpoint formats beside safetensors (JSON meta files) use it too.
+ * @throws FlodlError ERR_IO (with `op`) when the file cannot be written; the previous file stays intact
+ */
+export function writeFileAtomic(path: string, chunks: readonly Uint8Array[], op = 'writeFileAtomic'): void {
   const temporary = join(
     dirname(path),
     `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`,
@@ -111,7 +123,7 @@ export function writeSafetensors(
   let descriptor: number | undefined;
   try {
     descriptor = openSync(temporary, 'w');
-    for (const chunk of [prefix, headerBytes, ...chunks]) {
+    for (const chunk of chunks) {
       let written = 0;
       while (written < chunk.length) written += writeSync(descriptor, chunk, written, chunk.length - written);
     }
@@ -127,40 +139,24 @@ export function writeSafetensors(
       // the temporary file may not exist (the folder was unusable); nothing to clean up
     }
     throw new FlodlError('ERR_IO', `could not write ${path}: ${(error as Error).message}`, {
-      op: 'writeSafetensors',
+      op,
       cause: error,
     });
   }
-}
-
-/** What `readSafetensors` returns. Dispose the tensors (or read inside tidy). */
-export interface SafetensorsContents {
-  tensors: Record<string, Tensor>;
-  metadata: SafetensorsMetadata;
 }
 
 /**
- * Reads a safetensors file. Every size the header claims is checked against the file before
- * anything is allocated; a truncated or corrupt file gives ERR_CHECKPOINT and no tensors.
- * @throws FlodlError ERR_IO when the file cannot be read, ERR_CHECKPOINT when it is invalid
+ * Checks a safetensors header (every size against `fileLength`) and returns where the data
+ * starts, the metadata and the tensor entries; `headerBytes(n)` gives the n header bytes.
  */
-export function readSafetensors(path: string, options: { device?: Device } = {}): SafetensorsContents {
-  if (typeof path !== 'string' || path === '')
-    throw invalidArgument('readSafetensors', 'path', 'a file path', path);
-  let file: Buffer;
-  try {
-    const size = statSync(path).size;
-    if (size < 8) throw corrupt(path, 'shorter than the 8-byte header length', `${size} bytes`);
-    file = readFileSync(path);
-  } catch (error) {
-    if (FlodlError.isInstance(error)) throw error;
-    throw new FlodlError('ERR_IO', `could not read ${path}: ${(error as Error).message}`, {
-      op: 'readSafetensors',
-      cause: error,
-    });
-  }
-  const headerLength = file.readBigUInt64LE(0);
-  if (headerLength > BigInt(Math.min(MAX_HEADER_BYTES, file.length - 8))) {
+function parseHeader(
+  path: string,
+  prefix: Buffer,
+  fileLength: number,
+  headerBytes: (length: number) => Buffer,
+): { headerEnd: number; metadata: SafetensorsMetadata; entries: [string, HeaderEntry][] } {
+  const headerLength = prefix.readBigUInt64LE(0);
+  if (headerLength > BigInt(Math.min(MAX_HEADER_BYTES, fileLength - 8))) {
     throw corrupt(
       path,
       'the header length exceeds the file (truncated?) or the 100 MiB header limit',
@@ -170,13 +166,13 @@ export function readSafetensors(path: string, options: { device?: Device } = {})
   const headerEnd = 8 + Number(headerLength);
   let header: Record<string, unknown>;
   try {
-    header = JSON.parse(file.subarray(8, headerEnd).toString('utf8'));
+    header = JSON.parse(headerBytes(Number(headerLength)).toString('utf8'));
   } catch (error) {
     throw corrupt(path, `the header is not JSON (${(error as Error).message})`);
   }
   if (header === null || typeof header !== 'object' || Array.isArray(header))
     throw corrupt(path, 'the header is not an object');
-  const dataLength = file.length - headerEnd;
+  const dataLength = fileLength - headerEnd;
   const metadata: SafetensorsMetadata = {};
   const entries: [string, HeaderEntry][] = [];
   for (const [name, value] of Object.entries(header)) {
@@ -222,6 +218,38 @@ export function readSafetensors(path: string, options: { device?: Device } = {})
     if (sorted[k]![1].data_offsets[0] < sorted[k - 1]![1].data_offsets[1])
       throw corrupt(path, `'${sorted[k]![0]}' overlaps '${sorted[k - 1]![0]}'`);
   }
+  return { headerEnd, metadata, entries };
+}
+
+/** What `readSafetensors` returns. Dispose the tensors (or read inside tidy). */
+export interface SafetensorsContents {
+  tensors: Record<string, Tensor>;
+  metadata: SafetensorsMetadata;
+}
+
+/**
+ * Reads a safetensors file. Every size the header claims is checked against the file before
+ * anything is allocated; a truncated or corrupt file gives ERR_CHECKPOINT and no tensors.
+ * @throws FlodlError ERR_IO when the file cannot be read, ERR_CHECKPOINT when it is invalid
+ */
+export function readSafetensors(path: string, options: { device?: Device } = {}): SafetensorsContents {
+  if (typeof path !== 'string' || path === '')
+    throw invalidArgument('readSafetensors', 'path', 'a file path', path);
+  let file: Buffer;
+  try {
+    const size = statSync(path).size;
+    if (size < 8) throw corrupt(path, 'shorter than the 8-byte header length', `${size} bytes`);
+    file = readFileSync(path);
+  } catch (error) {
+    if (FlodlError.isInstance(error)) throw error;
+    throw new FlodlError('ERR_IO', `could not read ${path}: ${(error as Error).message}`, {
+      op: 'readSafetensors',
+      cause: error,
+    });
+  }
+  const { headerEnd, metadata, entries } = parseHeader(path, file.subarray(0, 8), file.length, (length) =>
+    file.subarray(8, 8 + length),
+  );
   const tensors: Record<string, Tensor> = {};
   try {
     for (const [name, entry] of entries) {
@@ -239,4 +267,40 @@ export function readSafetensors(path: string, options: { device?: Device } = {})
     throw error;
   }
   return { tensors, metadata };
+}
+
+/**
+ * Reads only the header of a safetensors file (its `__metadata__`), checking every size it
+ * claims against the file, without reading the tensor data.
+ * @throws FlodlError ERR_IO when the file cannot be read, ERR_CHECKPOINT when it is invalid
+ */
+export function readSafetensorsMetadata(path: string): SafetensorsMetadata {
+  if (typeof path !== 'string' || path === '')
+    throw invalidArgument('readSafetensorsMetadata', 'path', 'a file path', path);
+  let descriptor: number | undefined;
+  try {
+    descriptor = openSync(path, 'r');
+    const size = fstatSync(descriptor).size;
+    if (size < 8) throw corrupt(path, 'shorter than the 8-byte header length', `${size} bytes`);
+    const fd = descriptor;
+    const read = (length: number, position: number): Buffer => {
+      const buffer = Buffer.alloc(length);
+      let done = 0;
+      while (done < length) {
+        const count = readSync(fd, buffer, done, length - done, position + done);
+        if (count === 0) throw corrupt(path, 'the file ended inside its header');
+        done += count;
+      }
+      return buffer;
+    };
+    return parseHeader(path, read(8, 0), size, (length) => read(length, 8)).metadata;
+  } catch (error) {
+    if (FlodlError.isInstance(error)) throw error;
+    throw new FlodlError('ERR_IO', `could not read ${path}: ${(error as Error).message}`, {
+      op: 'readSafetensorsMetadata',
+      cause: error,
+    });
+  } finally {
+    if (descriptor !== undefined) closeSync(descriptor);
+  }
 }

@@ -42,6 +42,8 @@ export interface NativeBinding {
   alias: Unary;
   pinMemory: Unary;
   manualSeed(seed: number): void;
+  rngState(device: DeviceCode): Uint8Array;
+  setRngState(device: DeviceCode, state: Uint8Array): void;
   setNumThreads(threads: number): void;
   getNumThreads(): number;
   buildInfo(): { torchVersion: string; cuda: boolean; gloo: boolean; nccl: boolean };

@@ -13,9 +13,15 @@ import type {
 import type { Metrics } from '@flodl/distributed/wire';
 import { clipGradNorm, type LRScheduler, type Optimizer } from '@flodl/nn';
 import { type Device, FlodlError, type Tensor, tidy } from '@flodl/tensor-native';
+import type { BundleReason, CheckpointMeta, DataCursor } from '../checkpoint/meta.js';
+import { periodicStem, prunePeriodic } from '../checkpoint/paths.js';
+import type { CheckpointBundle } from '../checkpoint/read.js';
+import { restoreBundle } from '../checkpoint/read.js';
+import { type BundleSource, writeBundle } from '../checkpoint/write.js';
 import type { Batch } from '../data/batch.js';
 import { DataLoader } from '../data/loader/data-loader.js';
 import { epochPermutation } from '../data/random.js';
+import { CursorTracker } from './data-cursor.js';
 import { PlanSampler } from './plan-sampler.js';
 import { drainScalars } from './scalars.js';
 import type { AnyModule, EpochState, TrainedState, TrainingDataset, TrainStep } from './types.js';
@@ -68,6 +74,10 @@ export interface RankRuntimeOptions<M extends AnyModule = AnyModule> {
   onStep?: (step: RuntimeStep) => void;
   /** The rank's link to the coordinator; absent on a single device. */
   session?: DistributedSession;
+  /** Stem of the run's checkpoint bundles (`saveBundle`). Default none. */
+  savePath?: string;
+  /** Periodic bundles kept under `savePath` (older ones are removed). Default 3. */
+  keepLast?: number;
 }
 
 /** A booked step, as {@link RankRuntimeOptions.onStep} hears it. */
@@ -146,6 +156,8 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   #throttledAt = 0;
   #roundsHeld = 0;
   #disposed = false;
+  readonly #cursor: CursorTracker;
+  #bundleRequested = false;
 
   constructor(options: RankRuntimeOptions<M>) {
     this.#options = options;
@@ -160,6 +172,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
     this.session = options.session;
     this.#parameters = options.model.parameters();
     this.#sampler = new PlanSampler(options.dataset.length);
+    this.#cursor = new CursorTracker(options.batchSize);
     this.#loader = new DataLoader(options.dataset, {
       batchSize: options.batchSize,
       sampler: this.#sampler,
@@ -218,6 +231,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       epoch: plan.epoch,
       picks: this.#picks(plan.epoch, plan.partitionOffset, plan.partitionSize),
       batchDone: 0,
+      booked: 0,
       totalLoss: 0,
       computeMsTotal: 0,
       dataStarveMsTotal: 0,
@@ -225,6 +239,8 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       epochStart: performance.now(),
       shutdown: false,
     };
+    // A resumed epoch: the batches trained before the save are skipped, its totals carried on.
+    this.#cursor.begin(plan, state);
     this.#open = state;
     return state;
   }
@@ -281,6 +297,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
 
   /** Books the step, reports its timing and follows the coordinator (a reduce can run here). */
   async afterStep(state: EpochState, loss: number, ms: number): Promise<void> {
+    state.booked += 1;
     state.computeMsTotal += ms;
     state.totalLoss += loss;
     this.#options.onStep?.({
@@ -294,6 +311,10 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
     });
     const session = this.session;
     if (!session) {
+      if (this.#bundleRequested) {
+        this.#bundleRequested = false;
+        this.#saveOrWarn('request');
+      }
       if (this.#shutdown) state.shutdown = true;
       return;
     }
@@ -332,6 +353,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   endEpoch(state: EpochState): void {
     if (this.#open === state) this.#closeIterator();
     if (state.shutdown) return;
+    this.#cursor.closed(state);
     const batches = state.batchDone;
     const elapsed = performance.now() - state.epochStart;
     const report: Omit<Metrics, 'type'> = {
@@ -433,6 +455,155 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
         buffer.copy_(update.buffers[index] as Tensor);
       });
     });
+  }
+
+  // ---- checkpoint bundles ------------------------------------------------------------------
+
+  /**
+   * Where training stands in the data: the open plan's epoch and its booked batches, or the
+   * next epoch at a boundary.
+   */
+  dataCursor(): DataCursor {
+    return this.#cursor.cursor();
+  }
+
+  /** The rank's objects and counters, as a bundle records them. */
+  bundleSource(): BundleSource {
+    return {
+      model: this.model,
+      optimizer: this.optimizer,
+      scheduler: this.#options.scheduler,
+      device: this.device,
+      rank: this.rank,
+      worldSize: this.worldSize,
+      mode: this.session?.mode ?? 'single',
+      membership: Array.from({ length: this.worldSize }, (_, rank) => rank),
+      seed: this.seed,
+      batchSize: this.batchSize,
+      datasetLength: this.totalSamples,
+      globalStep: this.globalStep,
+      localStep: this.localStep,
+      stepsSinceAvg: this.stepsSinceAvg,
+      averagingCount: this.session?.version ?? 0,
+      cursor: this.dataCursor(),
+      covered: this.#cursor.covered(),
+    };
+  }
+
+  /**
+   * Writes a checkpoint bundle under `savePath`: periodic reasons (`every`, `atEpoch`,
+   * `request`) at `<savePath>.step-<LR step>`, keeping the newest `keepLast`; `final`, `stop`
+   * and `shutdownWithSave` at `savePath` itself. Call between steps.
+   *
+   * @throws FlodlError ERR_INVALID_ARGUMENT without a `savePath`; ERR_IO when a file cannot be written
+   */
+  saveBundle(reason: BundleReason): CheckpointMeta {
+    const savePath = this.#options.savePath;
+    if (savePath === undefined) {
+      throw new FlodlError('ERR_INVALID_ARGUMENT', 'a checkpoint bundle needs a savePath', {
+        op: `${OP}.saveBundle`,
+        expected: ".savePath('runs/model') on the builder",
+        got: 'no savePath',
+      });
+    }
+    const periodic = reason === 'every' || reason === 'atEpoch' || reason === 'request';
+    const stem = periodic ? periodicStem(savePath, this.globalStep + this.stepsSinceAvg) : savePath;
+    const meta = writeBundle(stem, this.bundleSource(), reason);
+    if (periodic) prunePeriodic(savePath, this.#options.keepLast ?? 3, this.worldSize);
+    return meta;
+  }
+
+  /** The rank the coordinator elected for callbacks (`undefined` before it said, and on one device). */
+  get electedRank(): number | undefined {
+    return this.#epochRole;
+  }
+
+  /** The stem of the run's bundles, if it has one. */
+  get savePath(): string | undefined {
+    return this.#options.savePath;
+  }
+
+  /** Asks for a bundle after the step in flight (or now, between steps: see `saveBundle`). */
+  requestCheckpoint(): void {
+    this.#bundleRequested = true;
+  }
+
+  /** Writes the pending requested bundle now (between steps); a failure is reported, not thrown. */
+  flushCheckpointRequest(): void {
+    if (!this.#bundleRequested) return;
+    this.#bundleRequested = false;
+    this.#saveOrWarn('request');
+  }
+
+  /**
+   * Restores a bundle into this rank: weights, optimizer, scheduler, generator states, the
+   * step counters, and the data cursor the next plan of its epoch resumes from. Call before
+   * the first plan.
+   *
+   * @throws FlodlError ERR_CHECKPOINT naming the file when the bundle does not fit this run
+   */
+  restore(bundle: CheckpointBundle): void {
+    restoreBundle(bundle, {
+      model: this.model,
+      optimizer: this.optimizer,
+      scheduler: this.#options.scheduler,
+      device: this.device,
+      rank: this.rank,
+      batchSize: this.batchSize,
+      datasetLength: this.totalSamples,
+    });
+    const { meta } = bundle;
+    this.localStep = meta.localStep;
+    if (this.session) {
+      this.globalStep = meta.globalStep;
+    } else {
+      // One device: the LR clock is the step count (a cluster bundle's global step folds in).
+      this.globalStep = 0;
+      this.#stepsSinceAvg = meta.worldSize > 1 ? meta.globalStep + meta.stepsSinceAvg : meta.stepsSinceAvg;
+    }
+    // A cluster bundle's cursor is one rank's share: its epoch restarts from the beginning here.
+    const cursor =
+      meta.worldSize > 1
+        ? { epoch: meta.cursor.epoch, batch: 0, totalLoss: 0, computeMs: 0, dataMs: 0 }
+        : meta.cursor;
+    this.#cursor.resumeAt(cursor);
+    this.currentEpoch = cursor.epoch;
+    // The epoch callback of an epoch already begun fired before the save.
+    if (cursor.batch > 0) this.#lastEpochFired = cursor.epoch;
+  }
+
+  /** The epoch a resumed run continues with (0 for a fresh one). */
+  get startEpoch(): number {
+    return this.#cursor.startEpoch;
+  }
+
+  /** The elected rank's checkpoint: the `checkpointFn` callback (if any), then a bundle (with a `savePath`). */
+  async #clusterCheckpoint(version: number): Promise<{ error?: string; elapsedMs: number }> {
+    const started = performance.now();
+    const errors: string[] = [];
+    if (this.#options.callbacks?.checkpointFn) {
+      const { error } = await this.checkpoint(version);
+      if (error !== undefined) errors.push(error);
+    }
+    if (this.#options.savePath !== undefined) {
+      try {
+        this.saveBundle('every');
+      } catch (error) {
+        errors.push(messageOf(error));
+      }
+    }
+    return {
+      ...(errors.length > 0 ? { error: errors.join('; ') } : {}),
+      elapsedMs: performance.now() - started,
+    };
+  }
+
+  #saveOrWarn(reason: BundleReason): void {
+    try {
+      this.saveBundle(reason);
+    } catch (error) {
+      process.stderr.write(`flodl: checkpoint failed: ${messageOf(error)}\n`);
+    }
   }
 
   // ---- coordinator-driven flow -----------------------------------------------------------
@@ -623,7 +794,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       }
       case 'Checkpoint': {
         if (message.targetRank !== this.rank) return;
-        const result = await this.checkpoint(message.version);
+        const result = await this.#clusterCheckpoint(message.version);
         session.control.send({
           type: 'CheckpointResult',
           version: message.version,
@@ -633,7 +804,11 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
         return;
       }
       case 'Shutdown':
+        this.#shutdown = true;
+        return;
       case 'ShutdownWithSave':
+        // This rank holds the freshest state: it persists it before the run ends.
+        if (this.#options.savePath !== undefined && !this.#shutdown) this.#saveOrWarn('shutdownWithSave');
         this.#shutdown = true;
         return;
       default:

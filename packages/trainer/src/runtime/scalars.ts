@@ -32,3 +32,19 @@ export function drainScalars(): Record<string, { sum: number; count: number }> {
   totals.clear();
   return drained;
 }
+
+/** @internal The totals recorded since the previous drain, left in place (a checkpoint's copy). */
+export function peekScalars(): Record<string, { sum: number; count: number }> {
+  return Object.fromEntries([...totals].map(([name, entry]) => [name, { ...entry }]));
+}
+
+/** @internal Adds saved totals back (a resumed epoch's scalars from before the save). */
+export function restoreScalars(saved: Record<string, { sum: number; count: number }>): void {
+  for (const [name, { sum, count }] of Object.entries(saved)) {
+    const entry = totals.get(name);
+    if (entry) {
+      entry.sum += sum;
+      entry.count += count;
+    } else totals.set(name, { sum, count });
+  }
+}

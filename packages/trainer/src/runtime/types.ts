@@ -40,6 +40,8 @@ export interface EpochState {
   picks: number[];
   /** Batches handed out so far. */
   batchDone: number;
+  /** Batches whose step was booked (`afterStep`): what a checkpoint counts as trained. */
+  booked: number;
   /** Σ of the per-batch loss values. */
   totalLoss: number;
   computeMsTotal: number;

@@ -13,6 +13,7 @@ import {
   type DashboardSetting,
   type ElCheKnobs,
   type EpochCallbackPolicyOption,
+  refuseClusterBundleOptions,
   resolveTrainerOptions,
   TRAINER_OPTION_KEYS,
   type TrainerOptions,
@@ -93,15 +94,40 @@ export class TrainerBuilder<M extends AnyModule = AnyModule> {
   lrScaleRatio(ratio: number): this {
     return this.#set('lrScaleRatio', ratio);
   }
-  /** Call `checkpointFn` every `epochs` epochs (on the elected rank). */
+  /**
+   * Checkpoint every `epochs` epochs: a bundle under `savePath` (kept: the last `keepLast`),
+   * and the `checkpointFn` callback when one is set.
+   */
   checkpointEvery(epochs: number): this {
     return this.#set('checkpointEvery', epochs);
+  }
+  /** One bundle after `epochs` epochs (1-based), under `savePath`. */
+  checkpointAtEpoch(epochs: number): this {
+    return this.#set('checkpointAtEpoch', epochs);
+  }
+  /** Periodic bundles kept under `savePath` (older ones are removed). Default 3. */
+  keepLast(bundles: number): this {
+    return this.#set('keepLast', bundles);
+  }
+  /**
+   * Continues the run saved in the checkpoint bundle at `stem` (or, when `stem` holds no
+   * bundle, the newest complete `<stem>.step-<N>` one): weights, optimizer, scheduler, every
+   * generator state, the step counters and the data cursor, mid-epoch included. The bundle's
+   * shuffle seed is used; the batch size and dataset must be the saved run's.
+   */
+  resumeFrom(stem: string): this {
+    return this.#set('resumeFrom', stem);
   }
   /** Saves a checkpoint: `(version, model)`; version is the epoch count (1-based). */
   checkpointFn(fn: (version: number, model: M) => void | Promise<void>): this {
     return this.#set('checkpointFn', fn);
   }
-  /** Stem of the run's files (a save when the coordinator ends the run with ShutdownWithSave). */
+  /**
+   * Stem of the run's checkpoint bundles: `<stem>.safetensors` (the model, PyTorch-loadable),
+   * `<stem>.optim.safetensors`, `<stem>.scheduler.json`, `<stem>.meta.json`. The run's last
+   * state is written there at its end (completed or stopped); periodic bundles go to
+   * `<stem>.step-<N>`.
+   */
   savePath(stem: string): this {
     return this.#set('savePath', stem);
   }
@@ -239,10 +265,12 @@ export class TrainerBuilder<M extends AnyModule = AnyModule> {
 export function startRun<M extends AnyModule>(spec: RunSpec<M>): TrainerHandle {
   const options = spec.options;
   const role = detectRole(options.devices);
+  if (role.kind !== 'single') refuseClusterBundleOptions(options);
   const abort = new AbortController();
   let runtime: RankRuntime<M> | undefined;
   let stopped = false;
   let stopCluster: (() => void) | undefined;
+  let requestedEarly = false;
   const stop = (): void => {
     stopped = true;
     runtime?.requestStop();
@@ -285,7 +313,7 @@ export function startRun<M extends AnyModule>(spec: RunSpec<M>): TrainerHandle {
       stop,
     );
   }
-  return new TrainerHandle(
+  const single = new TrainerHandle(
     1,
     options.devices,
     (handle) =>
@@ -295,8 +323,17 @@ export function startRun<M extends AnyModule>(spec: RunSpec<M>): TrainerHandle {
         () => stopped,
         (created) => {
           runtime = created;
+          // A request made before the runtime existed is served after the first step.
+          if (requestedEarly) created.requestCheckpoint();
         },
       ),
     stop,
   );
+  if (options.savePath !== undefined) {
+    single.setCheckpointRequest(() => {
+      if (runtime) runtime.requestCheckpoint();
+      else requestedEarly = true;
+    });
+  }
+  return single;
 }

@@ -1,6 +1,6 @@
 // The handle of a managed run: its metrics as they arrive, its eval results, and its result.
 import type { DeathRecord, EpochMetrics } from '@flodl/distributed';
-import type { Device } from '@flodl/tensor-native';
+import { type Device, FlodlError } from '@flodl/tensor-native';
 import type { TrainedState } from '../runtime/types.js';
 
 /** What `join()` resolves with: the trained state, plus the ranks a cluster run lost. */
@@ -25,6 +25,7 @@ export class TrainerHandle {
   #done = false;
   readonly #result: Promise<TrainedRun>;
   readonly #stop: () => void;
+  #requestCheckpoint: (() => void) | undefined;
 
   /** @internal */
   constructor(
@@ -96,6 +97,33 @@ export class TrainerHandle {
   /** Stops the run gracefully after the step in flight; `join()` then resolves with the state so far. */
   stop(): void {
     this.#stop();
+  }
+
+  /**
+   * Writes a checkpoint bundle under `savePath` after the step in flight
+   * (`<savePath>.step-<N>`, counted in `keepLast`).
+   *
+   * @throws FlodlError ERR_INVALID_ARGUMENT when the run has no savePath, or runs on a cluster
+   *   (there, `checkpointEvery` / `checkpointAtEpoch` and the Worker's `requestCheckpoint` ask)
+   */
+  requestCheckpoint(): void {
+    if (!this.#requestCheckpoint) {
+      throw new FlodlError(
+        'ERR_INVALID_ARGUMENT',
+        'requestCheckpoint needs a single-device run with a savePath',
+        {
+          op: 'TrainerHandle.requestCheckpoint',
+          expected: ".savePath('runs/model') on a one-device run",
+          got: this.worldSize > 1 ? `a cluster run of ${this.worldSize} ranks` : 'no savePath',
+        },
+      );
+    }
+    this.#requestCheckpoint();
+  }
+
+  /** @internal What `requestCheckpoint` does. */
+  setCheckpointRequest(request: () => void): void {
+    this.#requestCheckpoint = request;
   }
 
   /** @internal */

@@ -27,6 +27,6 @@ export {
   openRunMonitor,
   type RunMonitor,
 } from './run-monitor.js';
-export { createSingleRuntime, createWatchedSingleRuntime } from './single-device.js';
+export { createSingleRuntime, createWatchedSingleRuntime, saveFinal } from './single-device.js';
 export type { OptimizerFactory, RunSpec } from './spec.js';
 export { Trainer } from './trainer.js';

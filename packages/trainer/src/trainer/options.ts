@@ -38,6 +38,12 @@ export interface TrainerOptions<M extends AnyModule = AnyModule> {
   checkpointEvery?: number;
   checkpointFn?: (version: number, model: M) => void | Promise<void>;
   savePath?: string;
+  /** Resume from the checkpoint bundle at this stem (or the newest under this `savePath`). */
+  resumeFrom?: string;
+  /** Write one bundle after this many epochs (1-based, like `checkpointFn`'s version). */
+  checkpointAtEpoch?: number;
+  /** Periodic bundles kept under `savePath`. Default 3. */
+  keepLast?: number;
   epochFn?: (epoch: number, context: EpochContext<M>) => void | Promise<void>;
   metricsFn?: (metrics: EpochMetrics) => void;
   evalDataset?: TrainingDataset;
@@ -75,6 +81,9 @@ export const TRAINER_OPTION_KEYS = [
   'checkpointEvery',
   'checkpointFn',
   'savePath',
+  'resumeFrom',
+  'checkpointAtEpoch',
+  'keepLast',
   'epochFn',
   'metricsFn',
   'evalDataset',
@@ -209,14 +218,16 @@ export function resolveTrainerOptions<M extends AnyModule>(
   }
   if (options.checkpointEvery !== undefined) {
     positiveInteger('checkpointEvery', options.checkpointEvery);
-    if (!options.checkpointFn) {
-      throw new FlodlError('ERR_INVALID_ARGUMENT', 'checkpointEvery needs a checkpointFn', {
+    if (!options.checkpointFn && options.savePath === undefined) {
+      throw new FlodlError('ERR_INVALID_ARGUMENT', 'checkpointEvery needs a savePath or a checkpointFn', {
         op: `${OP}.checkpointEvery`,
-        expected: '.checkpointFn((version, model) => save(model, ...)) beside .checkpointEvery(n)',
-        got: 'no checkpointFn',
+        expected:
+          ".savePath('runs/model') (bundles) or .checkpointFn((version, model) => ...) beside .checkpointEvery(n)",
+        got: 'neither',
       });
     }
   }
+  checkBundleOptions(options, numEpochs);
   if (options.evalEvery !== undefined) {
     if (!Number.isSafeInteger(options.evalEvery) || options.evalEvery < 0) {
       throw invalidArgument(`${OP}.evalEvery`, 'evalEvery', 'an integer >= 0 (0 = never)', options.evalEvery);
@@ -258,9 +269,6 @@ export function resolveTrainerOptions<M extends AnyModule>(
   if (options.prefetch !== undefined && (!Number.isSafeInteger(options.prefetch) || options.prefetch < 0)) {
     throw invalidArgument(`${OP}.prefetch`, 'prefetch', 'an integer >= 0', options.prefetch);
   }
-  if (options.savePath !== undefined && (typeof options.savePath !== 'string' || options.savePath === '')) {
-    throw invalidArgument(`${OP}.savePath`, 'savePath', 'a file path stem', options.savePath);
-  }
   checkMonitorOptions(options);
   const { maxFailure: _given, ...rest } = options;
   return {
@@ -274,6 +282,69 @@ export function resolveTrainerOptions<M extends AnyModule>(
     evalEvery: options.evalEvery ?? (options.evalFn ? 1 : 0),
     ...(maxFailure ? { maxFailure } : {}),
   };
+}
+
+/** `savePath`, `resumeFrom`, `checkpointAtEpoch`, `keepLast`. */
+function checkBundleOptions(
+  options: Pick<TrainerOptions, 'savePath' | 'resumeFrom' | 'checkpointAtEpoch' | 'keepLast'>,
+  numEpochs: number,
+): void {
+  if (options.savePath !== undefined && (typeof options.savePath !== 'string' || options.savePath === '')) {
+    throw invalidArgument(`${OP}.savePath`, 'savePath', 'a file path stem', options.savePath);
+  }
+  if (
+    options.resumeFrom !== undefined &&
+    (typeof options.resumeFrom !== 'string' || options.resumeFrom === '')
+  ) {
+    throw invalidArgument(
+      `${OP}.resumeFrom`,
+      'resumeFrom',
+      "a bundle stem like 'runs/model'",
+      options.resumeFrom,
+    );
+  }
+  if (options.keepLast !== undefined) positiveInteger('keepLast', options.keepLast);
+  if (options.checkpointAtEpoch !== undefined) {
+    const epoch = positiveInteger('checkpointAtEpoch', options.checkpointAtEpoch);
+    if (epoch > numEpochs)
+      throw invalidArgument(
+        `${OP}.checkpointAtEpoch`,
+        'checkpointAtEpoch',
+        `1..${numEpochs} (numEpochs)`,
+        epoch,
+      );
+  }
+  for (const key of ['checkpointAtEpoch', 'keepLast'] as const) {
+    if (options[key] !== undefined && options.savePath === undefined) {
+      throw new FlodlError('ERR_INVALID_ARGUMENT', `${key} needs a savePath`, {
+        op: `${OP}.${key}`,
+        expected: `.savePath('runs/model') beside .${key}(n)`,
+        got: 'no savePath',
+      });
+    }
+  }
+}
+
+/**
+ * Refuses the bundle options a cluster run does not serve yet: `resumeFrom` (resume a cluster
+ * bundle on one device) and `checkpointAtEpoch` (use `checkpointEvery`).
+ *
+ * @throws FlodlError ERR_INVALID_ARGUMENT
+ */
+export function refuseClusterBundleOptions(
+  options: Pick<TrainerOptions, 'resumeFrom' | 'checkpointAtEpoch'>,
+): void {
+  for (const key of ['resumeFrom', 'checkpointAtEpoch'] as const) {
+    if (options[key] === undefined) continue;
+    throw new FlodlError('ERR_INVALID_ARGUMENT', `${key} is not served on a cluster run yet`, {
+      op: `${OP}.${key}`,
+      expected:
+        key === 'resumeFrom'
+          ? 'resumeFrom on a one-device run (a cluster bundle resumes there, from the start of its epoch)'
+          : '.checkpointEvery(n) with a savePath (the elected rank writes each bundle)',
+      got: `${key} with several ranks`,
+    });
+  }
 }
 
 /** `progress`, `metricsLog`, `dashboard`: checked before anything starts. */

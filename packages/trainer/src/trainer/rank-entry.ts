@@ -19,7 +19,9 @@ import { RankRuntime } from '../runtime/rank-runtime.js';
 import type { AnyModule, TrainedState } from '../runtime/types.js';
 import { buildRank, callbacksOf } from './build-rank.js';
 import type { TrainedRun } from './handle.js';
+import { refuseClusterBundleOptions } from './options.js';
 import type { RankRole } from './role.js';
+import { saveFinal } from './single-device.js';
 import type { RunSpec } from './spec.js';
 
 /**
@@ -43,7 +45,7 @@ export function runSettingsFor<M extends AnyModule>(spec: RunSpec<M>, model: M):
     lrScaleRatio: options.lrScaleRatio,
     epochCallbackPolicy:
       policy === undefined ? undefined : policy === 'fastest' ? 'Fastest' : { rank: policy.rank },
-    checkpointEvery: options.checkpointFn ? options.checkpointEvery : undefined,
+    checkpointEvery: options.checkpointFn || options.savePath ? options.checkpointEvery : undefined,
     evalEveryEpochs: options.evalFn && options.evalEvery > 0 ? options.evalEvery : undefined,
     epochCallback: options.epochFn ? true : undefined,
     heartbeatTimeoutMs: options.heartbeatTimeoutMs,
@@ -85,6 +87,7 @@ export async function joinClusterRank<M extends AnyModule>(
   role: RankRole,
 ): Promise<ClusterRank<M>> {
   const options = spec.options;
+  refuseClusterBundleOptions(options);
   const { model, optimizer } = buildRank(spec, role.device);
   const early: CoordinatorMessage[] = [];
   const trace = process.env[TRACE_DIR_ENV];
@@ -122,6 +125,8 @@ export async function joinClusterRank<M extends AnyModule>(
     ...(options.prefetch === undefined ? {} : { prefetch: options.prefetch }),
     ...(options.resident === undefined ? {} : { resident: options.resident }),
     callbacks: callbacksOf(spec),
+    ...(options.savePath === undefined ? {} : { savePath: options.savePath }),
+    ...(options.keepLast === undefined ? {} : { keepLast: options.keepLast }),
   });
   runtime = created;
   for (const message of early) created.receive(message);
@@ -131,6 +136,16 @@ export async function joinClusterRank<M extends AnyModule>(
     finish: () => {
       finished ??= (async () => {
         try {
+          // A completed run's last state, from the elected rank (rank 0 until one is elected).
+          // A run the coordinator ends early is saved by the rank it sends ShutdownWithSave.
+          if (
+            options.savePath !== undefined &&
+            session.saveRequested === undefined &&
+            created.rank === (created.electedRank ?? 0) &&
+            created.dataCursor().epoch >= options.numEpochs
+          ) {
+            saveFinal(created, 'final');
+          }
           const state = created.finalState();
           const directory = process.env[RECORD_DIR_ENV];
           if (directory) writeTrainedState(trainedStatePath(directory, role.rank), state);

@@ -3,7 +3,9 @@
 
 import { aggregateEpochMetrics } from '@flodl/distributed/coordinator';
 import type { Optimizer } from '@flodl/nn';
+import { type CheckpointBundle, readCheckpoint } from '../checkpoint/read.js';
 import { RankRuntime, type RuntimeStep } from '../runtime/rank-runtime.js';
+import { drainScalars } from '../runtime/scalars.js';
 import type { AnyModule } from '../runtime/types.js';
 import { buildRank, callbacksOf, warnCallback } from './build-rank.js';
 import type { TrainedRun, TrainerHandle } from './handle.js';
@@ -20,6 +22,9 @@ export function createSingleRuntime<M extends AnyModule>(
 ): { runtime: RankRuntime<M>; model: M; optimizer: Optimizer } {
   const options = spec.options;
   const device = options.devices[0] ?? 'cpu';
+  // The bundle is checked before anything is built; its shuffle seed is the run's.
+  const bundle: CheckpointBundle | undefined =
+    options.resumeFrom === undefined ? undefined : readCheckpoint(options.resumeFrom);
   const { model, optimizer } = buildRank(spec, device);
   const scheduler = options.scheduler?.(optimizer, 1);
   const runtime = new RankRuntime<M>({
@@ -27,8 +32,10 @@ export function createSingleRuntime<M extends AnyModule>(
     optimizer,
     dataset: options.dataset,
     batchSize: options.batchSize,
-    seed: options.seed,
+    seed: bundle?.meta.seed ?? options.seed,
     device,
+    ...(options.savePath === undefined ? {} : { savePath: options.savePath }),
+    ...(options.keepLast === undefined ? {} : { keepLast: options.keepLast }),
     ...(options.maxGradNorm === undefined ? {} : { maxGradNorm: options.maxGradNorm }),
     ...(scheduler ? { scheduler } : {}),
     ...(options.prefetch === undefined ? {} : { prefetch: options.prefetch }),
@@ -36,6 +43,16 @@ export function createSingleRuntime<M extends AnyModule>(
     callbacks: callbacksOf(spec),
     ...(onStep ? { onStep } : {}),
   });
+  if (bundle) {
+    try {
+      runtime.restore(bundle);
+    } catch (error) {
+      runtime.dispose();
+      optimizer.dispose();
+      model.dispose();
+      throw error;
+    }
+  }
   return { runtime, model, optimizer };
 }
 
@@ -73,11 +90,15 @@ export async function runSingleDevice<M extends AnyModule>(
   onRuntime(runtime);
   const deviceIndex = device.startsWith('cuda') ? Number(device.split(':')[1] ?? 0) : 0;
   try {
-    for (let epoch = 0; epoch < options.numEpochs && !stopped(); epoch++) {
+    let interruptedAt: number | undefined;
+    for (let epoch = runtime.startEpoch; epoch < options.numEpochs && !stopped(); epoch++) {
       await runtime.fireEpochCallback(epoch);
       const plan = { epoch, partitionOffset: 0, partitionSize: runtime.totalSamples };
       const interrupted = await runtime.runEpochPlan(plan, spec.trainStep);
-      if (interrupted) break;
+      if (interrupted) {
+        interruptedAt = epoch;
+        break;
+      }
       const metrics = aggregateEpochMetrics(epoch, runtime.takeReports(), {
         worldSize: 1,
         batchShare: [1],
@@ -91,11 +112,7 @@ export async function runSingleDevice<M extends AnyModule>(
       handle.pushMetrics(metrics);
       monitor.epoch(metrics);
       const done = epoch + 1;
-      if (options.checkpointEvery !== undefined && done % options.checkpointEvery === 0) {
-        const { error } = await runtime.checkpoint(done);
-        monitor.checkpoint(done, error);
-        if (error !== undefined) warnCallback('checkpointFn', error);
-      }
+      await epochCheckpoints(runtime, options, done, monitor);
       if (options.evalEvery > 0 && done % options.evalEvery === 0) {
         const { metric, error } = await runtime.evaluate();
         monitor.eval(done, metric, error);
@@ -113,6 +130,10 @@ export async function runSingleDevice<M extends AnyModule>(
       await new Promise((resolve) => setImmediate(resolve));
     }
     const state = { ...runtime.finalState(), lost: [] };
+    if (options.savePath !== undefined)
+      saveFinal(runtime, interruptedAt !== undefined || stopped() ? 'stop' : 'final');
+    // The stopped epoch's scalars went into its bundle; the next run in this process starts clean.
+    if (interruptedAt !== undefined) drainScalars();
     outcome = 'Completed';
     return state;
   } finally {
@@ -122,4 +143,42 @@ export async function runSingleDevice<M extends AnyModule>(
     optimizer.dispose();
     model.dispose();
   }
+}
+
+/** The checkpoints due after `done` epochs: `checkpointFn` and a bundle (`checkpointEvery`), a bundle (`checkpointAtEpoch`). */
+async function epochCheckpoints<M extends AnyModule>(
+  runtime: RankRuntime<M>,
+  options: RunSpec<M>['options'],
+  done: number,
+  monitor: RunMonitor,
+): Promise<void> {
+  const every = options.checkpointEvery !== undefined && done % options.checkpointEvery === 0;
+  if (every && options.checkpointFn) {
+    const { error } = await runtime.checkpoint(done);
+    monitor.checkpoint(done, error);
+    if (error !== undefined) warnCallback('checkpointFn', error);
+  }
+  if (options.savePath === undefined) return;
+  const atEpoch = options.checkpointAtEpoch === done;
+  if (!every && !atEpoch) return;
+  try {
+    runtime.saveBundle(every ? 'every' : 'atEpoch');
+    if (!options.checkpointFn) monitor.checkpoint(done);
+  } catch (error) {
+    if (!options.checkpointFn) monitor.checkpoint(done, messageOf(error));
+    warnCallback('checkpoint', error);
+  }
+}
+
+/** The run's last state at `savePath` (a failure is reported: the trained state is still returned). */
+export function saveFinal<M extends AnyModule>(runtime: RankRuntime<M>, reason: 'final' | 'stop'): void {
+  try {
+    runtime.saveBundle(reason);
+  } catch (error) {
+    warnCallback('checkpoint', error);
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

@@ -8,7 +8,7 @@ import { FlodlError, invalidArgument } from './errors.js';
 import * as collectives from './internal/collectives.js';
 import { cudaDeviceCount } from './internal/cuda-runtime.js';
 import { type CollectivesInfo, collectivesInfo, nativeBuildInfo } from './internal/process-runtime.js';
-import { checkInt, checkOneOf, checkOptions } from './internal/validate.js';
+import { checkInteger, checkNonNegativeInteger, checkOneOf, checkOptions } from './internal/validate.js';
 import { Tensor } from './tensor.js';
 
 /** `'gloo'` for CPU tensors, `'nccl'` for CUDA tensors. */
@@ -306,12 +306,6 @@ export class ProcessGroup {
   }
 }
 
-function nonNegativeInt(op: string, name: string, value: unknown): number {
-  checkInt(op, name, value);
-  if ((value as number) < 0) throw invalidArgument(op, name, 'a non-negative integer', value);
-  return value as number;
-}
-
 function resolveDevice(op: string, options: ProcessGroupOptions): Device {
   if (options.backend === 'gloo') {
     if (options.device !== undefined) {
@@ -369,9 +363,8 @@ export function createProcessGroup(options: ProcessGroupOptions): ProcessGroup {
   }
   checkOptions(op, options, GROUP_OPTIONS);
   const backend = checkOneOf(op, 'backend', options.backend, BACKENDS);
-  const worldSize = nonNegativeInt(op, 'worldSize', options.worldSize);
-  if (worldSize < 1) throw invalidArgument(op, 'worldSize', 'an integer >= 1', worldSize);
-  const rank = nonNegativeInt(op, 'rank', options.rank);
+  const worldSize = checkInteger(op, 'worldSize', options.worldSize, 1);
+  const rank = checkNonNegativeInteger(op, 'rank', options.rank);
   if (rank >= worldSize) throw invalidArgument(op, 'rank', `a rank in [0, ${worldSize - 1}]`, rank);
   const host = options.host ?? '127.0.0.1';
   if (typeof host !== 'string' || host.trim() === '') {

@@ -1,17 +1,15 @@
 // Process-level controls: seeding, threads, live-tensor accounting, build information.
 
-import { invalidArgument } from './errors.js';
 import { liveHandleCount } from './internal/handle-table.js';
 import * as runtime from './internal/process-runtime.js';
-import { checkInt } from './internal/validate.js';
+import { checkInteger, checkNonNegativeInteger } from './internal/validate.js';
 
 /**
  * Seeds libtorch's generators on the CPU and every CUDA device: the same seed gives the same
  * random tensors. PyTorch: `torch.manual_seed`.
  */
 export function manualSeed(seed: number): void {
-  checkInt('manualSeed', 'seed', seed);
-  if (seed < 0) throw invalidArgument('manualSeed', 'seed', 'a non-negative integer', seed);
+  checkNonNegativeInteger('manualSeed', 'seed', seed);
   runtime.manualSeed(seed);
 }
 
@@ -22,8 +20,7 @@ export function liveTensorCount(): number {
 
 /** Intra-op CPU threads. PyTorch: `torch.set_num_threads`. */
 export function setNumThreads(threads: number): void {
-  checkInt('setNumThreads', 'threads', threads);
-  if (threads < 1) throw invalidArgument('setNumThreads', 'threads', 'an integer >= 1', threads);
+  checkInteger('setNumThreads', 'threads', threads, 1);
   runtime.setNumThreads(threads);
 }
 

@@ -9,8 +9,8 @@ export default defineConfig({
     // typecheck mode (experimental, a second tsc run) stays off.
     setupFiles: ['test/device-setup.ts'],
     // libtorch logs warnings straight to the worker's stderr, past vitest: this pool holds back
-    // the warning scatterReduce's goldens cause (test/native-warnings.test.ts asserts it in a
-    // fresh process) and shows every other.
+    // the warning scatterReduce's goldens cause on libtorch 1.x (test/native-warnings.test.ts
+    // asserts it in a fresh process) and shows every other.
     pool: libtorchForks([/scatter_reduce\(\) is in beta and the API may change at any time/]),
     execArgv: ['--expose-gc'],
     testTimeout: 60_000,

@@ -1,4 +1,4 @@
-// Type-level tests (vitest typecheck, and tsc --noEmit in `typecheck`): the overloads of the
+// Type-level tests (checked by tsc --noEmit in the package's `typecheck` task): the overloads of the
 // functional API give the types users expect.
 import type { Tensor, ValuesIndices } from '@flodl/tensor-native';
 import { describe, expectTypeOf, it } from 'vitest';

@@ -17,7 +17,9 @@ import {
 } from './fixtures/coordinated-run.js';
 
 // A dying rank can reset its connection; the coordinator logs the drop (expected here).
-captureWarnings([/^\[flodl\] dropped connection from .*: wire: connection error: read (ECONNRESET|EPIPE)/]);
+captureWarnings([
+  /^\[flodl\] dropped connection from .*: wire: connection error: (read|write) (ECONNRESET|EPIPE)/,
+]);
 
 const workerUrl = bundledRankWorker('coordinated-deaths-worker');
 

@@ -24,7 +24,7 @@ import { alive } from './fixtures/process-alive.js';
 
 // A failing rank can reset its connection; the coordinator logs the drop (expected here).
 captureWarnings([
-  /^\[flodl\] dropped connection from .*: wire: connection error: read (ECONNRESET|EPIPE)/,
+  /^\[flodl\] dropped connection from .*: wire: connection error: (read|write) (ECONNRESET|EPIPE)/,
   // The SIGSTOPped rank of the liveness test is dropped for silence.
   /^\[flodl\] dropped connection from .*: wire: rank 1's control channel timed out after 1000 ms/,
 ]);

@@ -12,7 +12,7 @@ import { alive } from './fixtures/process-alive.js';
 
 // An ended rank can reset its connection; the coordinator logs the drop (expected here).
 captureWarnings([
-  /^\[flodl\] dropped connection from .*: wire: connection error: read (ECONNRESET|EPIPE)/,
+  /^\[flodl\] dropped connection from .*: wire: connection error: (read|write) (ECONNRESET|EPIPE)/,
   /^\[flodl\] dropped connection from .*: wire: rank 1's control channel timed out after 3000 ms/,
 ]);
 

@@ -9,7 +9,9 @@ import { launch, parseLaunchArgs, RankFailedError } from '../src/launcher/index.
 import './fixtures/cluster-setup.js'; // runs the .ts rank fixtures through this package's tsx
 
 // A failing rank can reset its connection; the coordinator logs the drop (expected here).
-captureWarnings([/^\[flodl\] dropped connection from .*: wire: connection error: read (ECONNRESET|EPIPE)/]);
+captureWarnings([
+  /^\[flodl\] dropped connection from .*: wire: connection error: (read|write) (ECONNRESET|EPIPE)/,
+]);
 
 const here = dirname(fileURLToPath(import.meta.url));
 const rankScript = join(here, 'fixtures', 'launcher-rank.ts');

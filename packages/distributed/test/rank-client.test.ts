@@ -12,7 +12,7 @@ import { bundle } from './fixtures/rank-bundle.js';
 
 // The coordinator logs the connections these tests drop or refuse (expected here).
 captureWarnings([
-  /^\[flodl\] dropped connection from .*: wire: connection error: read (ECONNRESET|EPIPE)/,
+  /^\[flodl\] dropped connection from .*: wire: connection error: (read|write) (ECONNRESET|EPIPE)/,
   /^\[flodl\] dropped connection from .*: ControlServer\.disconnect: rank \d+: test/,
   /^\[flodl\] dropped connection from .*: wire: bad tag: the frame is not signed with this run's key/,
 ]);

@@ -7,7 +7,9 @@ import { ControlServer, createRunSecret, type RankMessage, secretEnvironment } f
 import { bundle } from './fixtures/rank-bundle.js';
 
 // A killed rank resets its connection; the coordinator logs the drop (expected here).
-captureWarnings([/^\[flodl\] dropped connection from .*: wire: connection error: read (ECONNRESET|EPIPE)/]);
+captureWarnings([
+  /^\[flodl\] dropped connection from .*: wire: connection error: (read|write) (ECONNRESET|EPIPE)/,
+]);
 
 // The rank's main thread blocks for 45 s; its heartbeats, from the control worker, must keep
 // a coordinator with a 5 s timeout convinced it is alive. The coordinator is this process

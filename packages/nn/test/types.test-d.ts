@@ -1,4 +1,4 @@
-// Type-level tests (vitest typecheck, and tsc --noEmit in `typecheck`): the public generics and
+// Type-level tests (checked by tsc --noEmit in the package's `typecheck` task): the public generics and
 // overloads of Module, the optimizers, the pools' returnIndices forms and the layer options.
 import type { Tensor, ValuesIndices } from '@flodl/tensor-native';
 import { describe, expectTypeOf, it } from 'vitest';

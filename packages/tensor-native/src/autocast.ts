@@ -2,8 +2,8 @@
 // trainer. Use `autocast` from @flodl/nn in user code.
 import { type DType, parseDType } from './dtype.js';
 import { FlodlError, invalidArgument } from './errors.js';
-import { native } from './internal/binding.js';
 import { dtypeCode, dtypeFromCode } from './internal/codes.js';
+import * as runtime from './internal/process-runtime.js';
 
 /** Autocast state of one device type. */
 export interface AutocastState {
@@ -15,7 +15,7 @@ export interface AutocastState {
 export function autocastState(deviceType: 'cpu' | 'cuda'): AutocastState {
   if (deviceType !== 'cpu' && deviceType !== 'cuda')
     throw invalidArgument('autocastState', 'deviceType', "'cpu' or 'cuda'", deviceType);
-  const [enabled, code] = native.autocastState(deviceType === 'cuda') as [boolean, number];
+  const [enabled, code] = runtime.autocastState(deviceType === 'cuda');
   return { enabled, dtype: dtypeFromCode(code) };
 }
 
@@ -33,7 +33,7 @@ export function runWithAutocast<T>(
   const previous = autocastState(deviceType);
   const code = dtypeCode(parseDType('autocast', dtype));
   const cuda = deviceType === 'cuda';
-  native.autocastEnter(cuda, enabled, code);
+  runtime.autocastEnter(cuda, enabled, code);
   try {
     const result = fn();
     if (result instanceof Promise) {
@@ -45,6 +45,6 @@ export function runWithAutocast<T>(
     }
     return result;
   } finally {
-    native.autocastExit(cuda, previous.enabled, dtypeCode(previous.dtype));
+    runtime.autocastExit(cuda, previous.enabled, dtypeCode(previous.dtype));
   }
 }

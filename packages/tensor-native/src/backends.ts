@@ -2,7 +2,7 @@
 // on CUDA (cuDNN algorithm search, TF32 tensor cores, deterministic algorithms); on a CPU-only
 // build they can be read and set and change nothing measurable.
 import { invalidArgument } from './errors.js';
-import { native } from './internal/binding.js';
+import { backendFlag, setBackendFlag } from './internal/process-runtime.js';
 
 type FlagName =
   | 'cudnn.enabled'
@@ -14,10 +14,10 @@ type FlagName =
 
 function flag(name: FlagName) {
   return {
-    get: (): boolean => native.backendFlag(name),
+    get: (): boolean => backendFlag(name),
     set: (value: boolean): void => {
       if (typeof value !== 'boolean') throw invalidArgument(`backends.${name}`, 'value', 'a boolean', value);
-      native.setBackendFlag(name, value);
+      setBackendFlag(name, value);
     },
     enumerable: true,
   };

@@ -3,11 +3,11 @@
 
 import { shareClassIdentity } from './class-identity.js';
 import { FlodlError, invalidArgument } from './errors.js';
-import { native } from './internal/binding.js';
+import { cudaDeviceCount, events, streams } from './internal/cuda-runtime.js';
 import { Tensor } from './tensor.js';
 
 function deviceIndex(op: string, device: number | undefined): number {
-  const count = native.cudaDeviceCount() as number;
+  const count = cudaDeviceCount();
   if (count === 0)
     throw new FlodlError('ERR_DEVICE', 'CUDA is not available', {
       op,
@@ -37,13 +37,13 @@ export class CudaStream {
 
   constructor(device?: number, options: { highPriority?: boolean } = {}) {
     this.device = deviceIndex('CudaStream', device);
-    this.id = native.streamCreate(this.device, options.highPriority === true) as number;
+    this.id = streams.create(this.device, options.highPriority === true);
   }
 
   /** The stream ops on `device` run on now. PyTorch: `torch.cuda.current_stream()`. */
   static current(device?: number): CudaStream {
     const index = deviceIndex('CudaStream.current', device);
-    return CudaStream.fromId(native.streamCurrent(index) as number, index);
+    return CudaStream.fromId(streams.current(index), index);
   }
 
   /** @internal */
@@ -56,12 +56,12 @@ export class CudaStream {
 
   /** Waits until all work queued on this stream is done. */
   synchronize(): void {
-    native.streamSynchronize(this.id);
+    streams.synchronize(this.id);
   }
 
   /** True when all work queued on this stream is done. */
   query(): boolean {
-    return native.streamQuery(this.id) as boolean;
+    return streams.query(this.id);
   }
 
   /** Makes work queued on this stream from now on wait for `event`. PyTorch: `stream.wait_event(event)`. */
@@ -77,7 +77,7 @@ export class CudaStream {
  */
 export function withStream<T>(stream: CudaStream, fn: () => T): T {
   if (!(stream instanceof CudaStream)) throw invalidArgument('withStream', 'stream', 'a CudaStream', stream);
-  const previous = native.streamSetCurrent(stream.id) as number;
+  const previous = streams.setCurrent(stream.id);
   try {
     const result = fn();
     if (result instanceof Promise) {
@@ -87,7 +87,7 @@ export function withStream<T>(stream: CudaStream, fn: () => T): T {
     }
     return result;
   } finally {
-    native.streamSetCurrent(previous);
+    streams.setCurrent(previous);
   }
 }
 
@@ -107,37 +107,37 @@ export class CudaEvent {
 
   constructor(options: { enableTiming?: boolean } = {}) {
     deviceIndex('CudaEvent', undefined);
-    this.id = native.eventCreate(options.enableTiming === true) as number;
+    this.id = events.create(options.enableTiming === true);
   }
 
   /** Records the event on `stream` (default: the current stream of device 0). */
   record(stream?: CudaStream): void {
-    native.eventRecord(this.live('record'), (stream ?? CudaStream.current()).id);
+    events.record(this.live('record'), (stream ?? CudaStream.current()).id);
   }
 
   /** Makes work queued on `stream` (default: current) from now on wait for this event. */
   wait(stream?: CudaStream): void {
-    native.eventWait(this.live('wait'), (stream ?? CudaStream.current()).id);
+    events.wait(this.live('wait'), (stream ?? CudaStream.current()).id);
   }
 
   /** Blocks the host until the event has happened. */
   synchronize(): void {
-    native.eventSynchronize(this.live('synchronize'));
+    events.synchronize(this.live('synchronize'));
   }
 
   /** True once the event has happened. */
   query(): boolean {
-    return native.eventQuery(this.live('query')) as boolean;
+    return events.query(this.live('query'));
   }
 
   /** Milliseconds from this event to `end` (both recorded, with enableTiming). */
   elapsedTime(end: CudaEvent): number {
-    return native.eventElapsed(this.live('elapsedTime'), end.live('elapsedTime')) as number;
+    return events.elapsed(this.live('elapsedTime'), end.live('elapsedTime'));
   }
 
   /** Frees the event. */
   dispose(): void {
-    if (!this.disposed) native.eventDestroy(this.id);
+    if (!this.disposed) events.destroy(this.id);
     this.disposed = true;
   }
 
@@ -165,7 +165,7 @@ declare module './tensor.js' {
 Tensor.prototype.recordStream = function recordStream(this: Tensor, stream: CudaStream): void {
   if (!(stream instanceof CudaStream))
     throw invalidArgument('recordStream', 'stream', 'a CudaStream', stream);
-  native.recordStream(this._h, stream.id);
+  streams.recordTensor(this._h, stream.id);
 };
 
 shareClassIdentity(CudaStream, 'flodl.CudaStream');

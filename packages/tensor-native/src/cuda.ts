@@ -1,22 +1,23 @@
 // CUDA runtime queries. Every function answers sensibly on a machine without CUDA:
 // isAvailable() is false, deviceCount() is 0, memory figures are 0, and the rest do nothing.
 import { FlodlError } from './errors.js';
-import { native } from './internal/binding.js';
+import {
+  type CudaMemoryStats,
+  cudaDeviceCount,
+  cudaDeviceName,
+  cudaEmptyCache,
+  cudaMemoryStats,
+  cudaResetPeakMemoryStats,
+  cudaSynchronize,
+} from './internal/cuda-runtime.js';
 import { checkNonNegativeInteger } from './internal/validate.js';
 
-/** Allocator statistics of one CUDA device, in bytes. */
-export interface CudaMemoryStats {
-  allocated: number;
-  reserved: number;
-  peakAllocated: number;
-  peakReserved: number;
-  active: number;
-}
+export type { CudaMemoryStats } from './internal/cuda-runtime.js';
 
 function deviceIndex(op: string, device: number | undefined): number | undefined {
   if (device === undefined) return undefined;
   checkNonNegativeInteger(op, 'device', device);
-  const count = native.cudaDeviceCount();
+  const count = cudaDeviceCount();
   if (count > 0 && device >= count) {
     throw new FlodlError('ERR_DEVICE', `cuda:${device} does not exist`, {
       op,
@@ -31,25 +32,22 @@ function deviceIndex(op: string, device: number | undefined): number | undefined
 export const cuda = {
   /** True when this build has CUDA and at least one GPU is visible. PyTorch: `torch.cuda.is_available()`. */
   isAvailable(): boolean {
-    return native.cudaDeviceCount() > 0;
+    return cudaDeviceCount() > 0;
   },
   /** Visible CUDA devices (0 without CUDA). */
   deviceCount(): number {
-    return native.cudaDeviceCount();
+    return cudaDeviceCount();
   },
   /** Waits for all work queued on `device` (default 0). No-op without CUDA. */
   synchronize(device?: number): void {
-    if (native.cudaDeviceCount() === 0) return;
-    native.cudaSynchronize(deviceIndex('cuda.synchronize', device));
+    if (cudaDeviceCount() === 0) return;
+    cudaSynchronize(deviceIndex('cuda.synchronize', device));
   },
   /** Allocator statistics of `device` (all zero without CUDA). */
   memoryStats(device?: number): CudaMemoryStats {
-    if (native.cudaDeviceCount() === 0)
+    if (cudaDeviceCount() === 0)
       return { allocated: 0, reserved: 0, peakAllocated: 0, peakReserved: 0, active: 0 };
-    const [allocated, reserved, peakAllocated, peakReserved, active] = native.cudaMemoryStats(
-      deviceIndex('cuda.memoryStats', device),
-    );
-    return { allocated, reserved, peakAllocated, peakReserved, active };
+    return cudaMemoryStats(deviceIndex('cuda.memoryStats', device));
   },
   /** Bytes held by live tensors. PyTorch: `torch.cuda.memory_allocated()`. */
   memoryAllocated(device?: number): number {
@@ -65,16 +63,16 @@ export const cuda = {
   },
   /** Resets the peak statistics. */
   resetPeakMemoryStats(device?: number): void {
-    if (native.cudaDeviceCount() === 0) return;
-    native.cudaResetPeakMemoryStats(deviceIndex('cuda.resetPeakMemoryStats', device));
+    if (cudaDeviceCount() === 0) return;
+    cudaResetPeakMemoryStats(deviceIndex('cuda.resetPeakMemoryStats', device));
   },
   /** Returns cached, unused blocks to the driver. PyTorch: `torch.cuda.empty_cache()`. */
   emptyCache(): void {
-    native.cudaEmptyCache();
+    cudaEmptyCache();
   },
   /** The device's product name, or null without CUDA. */
   deviceName(device?: number): string | null {
-    if (native.cudaDeviceCount() === 0) return null;
-    return native.cudaDeviceName(deviceIndex('cuda.deviceName', device));
+    if (cudaDeviceCount() === 0) return null;
+    return cudaDeviceName(deviceIndex('cuda.deviceName', device));
   },
 };

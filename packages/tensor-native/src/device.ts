@@ -1,5 +1,5 @@
 import { FlodlError, invalidArgument } from './errors.js';
-import { native } from './internal/binding.js';
+import { cudaDeviceCount } from './internal/cuda-runtime.js';
 
 /** Where a tensor lives: `'cpu'`, `'cuda'` (device 0) or `'cuda:N'`. */
 export type Device = 'cpu' | 'cuda' | `cuda:${number}`;
@@ -44,7 +44,7 @@ let defaultCode = -1;
 export function setDefaultDevice(device: Device): void {
   const code = deviceCode('setDefaultDevice', device);
   if (code >= 0) {
-    const count = native.cudaDeviceCount();
+    const count = cudaDeviceCount();
     if (code >= count) {
       throw new FlodlError(
         'ERR_DEVICE',

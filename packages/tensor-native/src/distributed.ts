@@ -5,8 +5,10 @@
 import { type Device, deviceCode, deviceName } from './device.js';
 import { isFloatingPoint } from './dtype.js';
 import { FlodlError, invalidArgument } from './errors.js';
-import { native } from './internal/binding.js';
-import { checkInt, checkOneOf, checkOptions } from './internal/validate.js';
+import * as collectives from './internal/collectives.js';
+import { cudaDeviceCount } from './internal/cuda-runtime.js';
+import { type CollectivesInfo, collectivesInfo, nativeBuildInfo } from './internal/process-runtime.js';
+import { checkInteger, checkNonNegativeInteger, checkOneOf, checkOptions } from './internal/validate.js';
 import { Tensor } from './tensor.js';
 
 /** `'gloo'` for CPU tensors, `'nccl'` for CUDA tensors. */
@@ -43,33 +45,17 @@ const BACKENDS: readonly DistributedBackend[] = ['gloo', 'nccl'];
 const REDUCE_OPS: readonly ReduceOp[] = ['sum', 'avg', 'min', 'max', 'product'];
 const GROUP_OPTIONS = ['backend', 'rank', 'worldSize', 'host', 'port', 'timeoutMs', 'device'] as const;
 const DEFAULT_TIMEOUT_MS = 300_000;
-// The public name of each native entry, for the errors it raises.
-const PUBLIC_OPS: Record<string, string> = {
-  distStoreCreate: 'createProcessGroup',
-  distGroupCreate: 'createProcessGroup',
-  distAllReduce: 'ProcessGroup.allReduce',
-  distBroadcast: 'ProcessGroup.broadcast',
-  distAllGather: 'ProcessGroup.allGather',
-  distBarrier: 'ProcessGroup.barrier',
-  distGroupDestroy: 'ProcessGroup.destroy',
-};
 
-interface DistributedInfo {
-  c10d: boolean;
-  gloo: boolean;
-  nccl: boolean;
-}
-
-let info: DistributedInfo | undefined;
+let info: CollectivesInfo | undefined;
 let bfloat16: boolean | undefined;
-function distributedInfo(): DistributedInfo {
-  info ??= native.distInfo() as DistributedInfo;
+function distributedInfo(): CollectivesInfo {
+  info ??= collectivesInfo();
   return info;
 }
 
 // libtorch 1.13's Gloo has no bfloat16 (it fails inside the collective: "Invalid scalar type").
 function glooHasBfloat16(): boolean {
-  bfloat16 ??= Number.parseInt(native.buildInfo().torchVersion, 10) >= 2;
+  bfloat16 ??= Number.parseInt(nativeBuildInfo().torchVersion, 10) >= 2;
   return bfloat16;
 }
 
@@ -80,32 +66,7 @@ function glooHasBfloat16(): boolean {
 export function isAvailable(backend: DistributedBackend): boolean {
   checkOneOf('distributed.isAvailable', 'backend', backend, BACKENDS);
   if (backend === 'gloo') return distributedInfo().gloo;
-  return distributedInfo().nccl && native.cudaDeviceCount() > 0;
-}
-
-// Re-labels a native failure with the public op name, keeping code, text and cause.
-function relabel(error: unknown): unknown {
-  if (!FlodlError.isInstance(error) || error.op === undefined) return error;
-  const op = PUBLIC_OPS[error.op];
-  if (op === undefined) return error;
-  const text = error.message.startsWith(`${error.op}: `)
-    ? error.message.slice(error.op.length + 2)
-    : error.message;
-  return new FlodlError(error.code, text.split('\n  ')[0]!, {
-    op,
-    expected: error.expected,
-    got: error.got,
-    nativeMessage: error.nativeMessage,
-    cause: error,
-  });
-}
-
-function callNative<T>(run: () => T): T {
-  try {
-    return run();
-  } catch (error) {
-    throw relabel(error);
-  }
+  return distributedInfo().nccl && cudaDeviceCount() > 0;
 }
 
 function checkTensorList(op: string, value: unknown): Tensor[] {
@@ -189,12 +150,10 @@ export class ProcessGroup {
       }
     }
     if (list.length === 0) return;
-    callNative(() =>
-      native.distAllReduce(
-        this.id,
-        list.map((tensor) => tensor._h),
-        reduce,
-      ),
+    collectives.allReduce(
+      this.id,
+      list.map((tensor) => tensor._h),
+      reduce,
     );
   }
 
@@ -217,12 +176,10 @@ export class ProcessGroup {
     const list = this.checkTensors(op, checkTensorList(op, tensors), true);
     this.checkRank(op, 'root', root);
     if (list.length === 0) return;
-    callNative(() =>
-      native.distBroadcast(
-        this.id,
-        list.map((tensor) => tensor._h),
-        root,
-      ),
+    collectives.broadcast(
+      this.id,
+      list.map((tensor) => tensor._h),
+      root,
     );
   }
 
@@ -242,7 +199,7 @@ export class ProcessGroup {
     this.checkLive(op);
     if (!(tensor instanceof Tensor)) throw invalidArgument(op, 'tensor', 'a Tensor', tensor);
     this.checkTensors(op, checkTensorList(op, tensor), false);
-    const handles = callNative(() => native.distAllGather(this.id, tensor._h) as number[]);
+    const handles = collectives.allGather(this.id, tensor._h);
     return handles.map((handle) => new Tensor(handle));
   }
 
@@ -256,7 +213,7 @@ export class ProcessGroup {
   barrier(): void {
     const op = 'ProcessGroup.barrier';
     this.checkLive(op);
-    callNative(() => native.distBarrier(this.id));
+    collectives.barrier(this.id);
   }
 
   /**
@@ -267,7 +224,7 @@ export class ProcessGroup {
     if (this.id < 0) return;
     const id = this.id;
     this.id = -1;
-    native.distGroupDestroy(id, false);
+    collectives.destroyGroup(id, false);
   }
 
   /**
@@ -279,7 +236,7 @@ export class ProcessGroup {
     if (this.id < 0) return;
     const id = this.id;
     this.id = -1;
-    native.distGroupDestroy(id, true);
+    collectives.destroyGroup(id, true);
   }
 
   [Symbol.dispose](): void {
@@ -338,7 +295,7 @@ export class ProcessGroup {
         },
       );
     }
-    if (this.backend === 'gloo' && device !== 'cpu' && !(cudaWithGloo && native.buildInfo().cuda)) {
+    if (this.backend === 'gloo' && device !== 'cpu' && !(cudaWithGloo && nativeBuildInfo().cuda)) {
       throw new FlodlError('ERR_DEVICE', 'gloo cannot take CUDA tensors here', {
         op,
         expected: 'CPU tensors (gloo stages CUDA tensors only for allReduce and broadcast), or an nccl group',
@@ -347,12 +304,6 @@ export class ProcessGroup {
     }
     return list;
   }
-}
-
-function nonNegativeInt(op: string, name: string, value: unknown): number {
-  checkInt(op, name, value);
-  if ((value as number) < 0) throw invalidArgument(op, name, 'a non-negative integer', value);
-  return value as number;
 }
 
 function resolveDevice(op: string, options: ProcessGroupOptions): Device {
@@ -367,7 +318,7 @@ function resolveDevice(op: string, options: ProcessGroupOptions): Device {
     }
     return 'cpu';
   }
-  const count = native.cudaDeviceCount();
+  const count = cudaDeviceCount();
   if (count === 0) {
     throw new FlodlError('ERR_DEVICE', 'nccl needs a CUDA device and none is visible', {
       op,
@@ -412,9 +363,8 @@ export function createProcessGroup(options: ProcessGroupOptions): ProcessGroup {
   }
   checkOptions(op, options, GROUP_OPTIONS);
   const backend = checkOneOf(op, 'backend', options.backend, BACKENDS);
-  const worldSize = nonNegativeInt(op, 'worldSize', options.worldSize);
-  if (worldSize < 1) throw invalidArgument(op, 'worldSize', 'an integer >= 1', worldSize);
-  const rank = nonNegativeInt(op, 'rank', options.rank);
+  const worldSize = checkInteger(op, 'worldSize', options.worldSize, 1);
+  const rank = checkNonNegativeInteger(op, 'rank', options.rank);
   if (rank >= worldSize) throw invalidArgument(op, 'rank', `a rank in [0, ${worldSize - 1}]`, rank);
   const host = options.host ?? '127.0.0.1';
   if (typeof host !== 'string' || host.trim() === '') {
@@ -437,18 +387,13 @@ export function createProcessGroup(options: ProcessGroupOptions): ProcessGroup {
     );
   }
   const device = resolveDevice(op, options);
-  const storeId = callNative(
-    () => native.distStoreCreate(host, port, worldSize, rank === 0, timeoutMs) as number,
-  );
+  const storeId = collectives.createStore(host, port, worldSize, rank === 0, timeoutMs);
   try {
     const deviceIndex = backend === 'nccl' ? deviceCode(op, device) : -1;
-    const id = callNative(
-      () =>
-        native.distGroupCreate(storeId, backend, rank, worldSize, timeoutMs, 'flodl/', deviceIndex) as number,
-    );
+    const id = collectives.createGroup(storeId, backend, rank, worldSize, timeoutMs, 'flodl/', deviceIndex);
     return new ProcessGroup(id, backend, rank, worldSize, device);
   } finally {
-    native.distStoreFree(storeId); // the group keeps its own reference to the store
+    collectives.freeStore(storeId); // the group keeps its own reference to the store
   }
 }
 

@@ -5,7 +5,7 @@
 
 import { isFloatingPoint } from './dtype.js';
 import { FlodlError, invalidArgument } from './errors.js';
-import { native } from './internal/binding.js';
+import * as autograd from './internal/autograd-state.js';
 import { diagnose } from './internal/diagnose.js';
 import { checkOptions } from './internal/validate.js';
 import { Tensor } from './tensor.js';
@@ -65,33 +65,33 @@ const proto = Tensor.prototype;
 
 Object.defineProperty(proto, 'requiresGrad', {
   get(this: Tensor) {
-    return native.requiresGrad(this._h) as boolean;
+    return autograd.requiresGrad(this._h);
   },
 });
 Object.defineProperty(proto, 'isLeaf', {
   get(this: Tensor) {
-    return native.isLeaf(this._h) as boolean;
+    return autograd.isLeaf(this._h);
   },
 });
 Object.defineProperty(proto, 'gradFn', {
   get(this: Tensor) {
-    return native.gradFn(this._h) as string | null;
+    return autograd.gradFn(this._h);
   },
 });
 Object.defineProperty(proto, 'grad', {
   get(this: Tensor) {
-    const handle = native.grad(this._h) as number | null;
+    const handle = autograd.grad(this._h);
     return handle === null ? null : new Tensor(handle);
   },
 });
 Object.defineProperty(proto, 'data', {
   get(this: Tensor) {
-    return new Tensor(native.variableData(this._h) as number);
+    return new Tensor(autograd.variableData(this._h));
   },
 });
 Object.defineProperty(proto, 'version', {
   get(this: Tensor) {
-    return native.version(this._h) as number;
+    return autograd.version(this._h);
   },
 });
 
@@ -114,13 +114,13 @@ proto.requiresGrad_ = function requiresGrad_(this: Tensor, requiresGrad = true):
       },
     );
   }
-  native.setRequiresGrad(this._h, requiresGrad);
+  autograd.setRequiresGrad(this._h, requiresGrad);
   return this;
 };
 
 proto.setGrad = function setGrad(this: Tensor, gradient: Tensor | null): void {
   if (gradient === null) {
-    native.setGrad(this._h, undefined);
+    autograd.setGrad(this._h, undefined);
     return;
   }
   if (!(gradient instanceof Tensor))
@@ -142,11 +142,11 @@ proto.setGrad = function setGrad(this: Tensor, gradient: Tensor | null): void {
   same('shape', `[${this.shape.join(', ')}]`, `[${gradient.shape.join(', ')}]`, 'ERR_SHAPE');
   same('dtype', this.dtype, gradient.dtype, 'ERR_DTYPE');
   same('device', this.device, gradient.device, 'ERR_DEVICE');
-  native.setGrad(this._h, gradient._h);
+  autograd.setGrad(this._h, gradient._h);
 };
 
 proto.zeroGrad = function zeroGrad(this: Tensor): void {
-  native.setGrad(this._h, undefined);
+  autograd.setGrad(this._h, undefined);
 };
 
 proto.retainGrad = function retainGrad(this: Tensor): void {
@@ -155,13 +155,13 @@ proto.retainGrad = function retainGrad(this: Tensor): void {
       op: 'retainGrad',
     });
   }
-  native.retainGrad(this._h);
+  autograd.retainGrad(this._h);
 };
 
 proto.setData = function setData(this: Tensor, source: Tensor): void {
   if (!(source instanceof Tensor)) throw invalidArgument('setData', 'source', 'a Tensor', source);
   try {
-    native.setData(this._h, source._h);
+    autograd.setData(this._h, source._h);
   } catch (error) {
     throw diagnose('setData', { self: this, source }, error, 'none');
   }
@@ -171,7 +171,7 @@ proto.setData = function setData(this: Tensor, source: Tensor): void {
 
 proto.detach_ = function detach_(this: Tensor): Tensor {
   try {
-    native.detach_(this._h);
+    autograd.detachInPlace(this._h);
   } catch (error) {
     throw diagnose('detach_', { self: this }, error);
   }
@@ -180,7 +180,7 @@ proto.detach_ = function detach_(this: Tensor): Tensor {
 
 proto.backward = function backward(this: Tensor, gradOutput?: Tensor, options: BackwardOptions = {}): void {
   checkOptions('backward', options, ['retainGraph', 'createGraph']);
-  if (!native.requiresGrad(this._h)) {
+  if (!autograd.requiresGrad(this._h)) {
     throw new FlodlError('ERR_AUTOGRAD', 'this tensor does not require grad and has no grad_fn', {
       op: 'backward',
       expected:
@@ -207,7 +207,7 @@ proto.backward = function backward(this: Tensor, gradOutput?: Tensor, options: B
   }
   const retain = options.retainGraph === true || options.createGraph === true;
   try {
-    native.backward(this._h, gradOutput?._h, retain, options.createGraph === true, true);
+    autograd.backward(this._h, gradOutput?._h, retain, options.createGraph === true, true);
   } catch (error) {
     throw diagnose('backward', { self: this, gradOutput }, error);
   }
@@ -241,7 +241,7 @@ export function autogradGrad(
   }
   let handles: (number | null)[];
   try {
-    handles = native.autogradGrad(
+    handles = autograd.gradients(
       outputList.map((tensor) => tensor._h),
       inputList.map((tensor) => tensor._h),
       options.gradOutputs?.map((tensor) => tensor._h),
@@ -257,11 +257,11 @@ export function autogradGrad(
 
 /** True when autograd records ops on this thread. PyTorch: `torch.is_grad_enabled()`. */
 export function isGradEnabled(): boolean {
-  return native.isGradEnabled() as boolean;
+  return autograd.isGradEnabled();
 }
 
 /** Turns recording on or off for this thread (prefer the scoped `noGrad`/`enableGrad`). */
 export function setGradEnabled(enabled: boolean): void {
   if (typeof enabled !== 'boolean') throw invalidArgument('setGradEnabled', 'enabled', 'a boolean', enabled);
-  native.setGradEnabled(enabled);
+  autograd.setGradEnabled(enabled);
 }

@@ -2,17 +2,18 @@
 
 import { type Device, deviceCode } from './device.js';
 import { FlodlError, invalidArgument } from './errors.js';
-import { native } from './internal/binding.js';
-import { checkInt } from './internal/validate.js';
+import { cudaDeviceCount } from './internal/cuda-runtime.js';
+import { liveHandleCount } from './internal/handle-table.js';
+import * as runtime from './internal/process-runtime.js';
+import { checkInteger, checkNonNegativeInteger } from './internal/validate.js';
 
 /**
  * Seeds libtorch's generators on the CPU and every CUDA device: the same seed gives the same
  * random tensors. PyTorch: `torch.manual_seed`.
  */
 export function manualSeed(seed: number): void {
-  checkInt('manualSeed', 'seed', seed);
-  if (seed < 0) throw invalidArgument('manualSeed', 'seed', 'a non-negative integer', seed);
-  native.manualSeed(seed);
+  checkNonNegativeInteger('manualSeed', 'seed', seed);
+  runtime.manualSeed(seed);
 }
 
 /**
@@ -24,7 +25,7 @@ export function manualSeed(seed: number): void {
  * @throws FlodlError ERR_DEVICE for a CUDA device this process does not have
  */
 export function getRngState(device: Device = 'cpu'): Uint8Array {
-  return native.rngState(generatorDevice('getRngState', device));
+  return runtime.rngState(generatorDevice('getRngState', device));
 }
 
 /**
@@ -37,15 +38,15 @@ export function setRngState(state: Uint8Array, device: Device = 'cpu'): void {
   const code = generatorDevice('setRngState', device);
   if (!(state instanceof Uint8Array) || state.byteLength === 0)
     throw invalidArgument('setRngState', 'state', 'the Uint8Array getRngState returned', state);
-  native.setRngState(code, state);
+  runtime.setRngState(code, state);
 }
 
 function generatorDevice(op: string, device: Device): number {
   const code = deviceCode(op, device);
-  if (code >= 0 && code >= native.cudaDeviceCount()) {
+  if (code >= 0 && code >= cudaDeviceCount()) {
     throw new FlodlError('ERR_DEVICE', `${device} is not a device of this process`, {
       op,
-      expected: `'cpu' or cuda:0..cuda:${native.cudaDeviceCount() - 1}`,
+      expected: `'cpu' or cuda:0..cuda:${cudaDeviceCount() - 1}`,
       got: device,
     });
   }
@@ -54,25 +55,24 @@ function generatorDevice(op: string, device: Device): number {
 
 /** Native tensors alive in this JS environment (for leak tests). */
 export function liveTensorCount(): number {
-  return native.liveCount();
+  return liveHandleCount();
 }
 
 /** Intra-op CPU threads. PyTorch: `torch.set_num_threads`. */
 export function setNumThreads(threads: number): void {
-  checkInt('setNumThreads', 'threads', threads);
-  if (threads < 1) throw invalidArgument('setNumThreads', 'threads', 'an integer >= 1', threads);
-  native.setNumThreads(threads);
+  checkInteger('setNumThreads', 'threads', threads, 1);
+  runtime.setNumThreads(threads);
 }
 
 /** Intra-op CPU threads. PyTorch: `torch.get_num_threads`. */
 export function getNumThreads(): number {
-  return native.getNumThreads();
+  return runtime.getNumThreads();
 }
 
 /** What the addon was built against. */
 export function buildInfo(): { torchVersion: string; cuda: boolean; gloo: boolean; nccl: boolean } {
-  const info = native.buildInfo();
+  const info = runtime.nativeBuildInfo();
   // What the collectives were really compiled with (headers present), not only what was asked for.
-  const collectives = native.distInfo() as { gloo: boolean; nccl: boolean };
+  const collectives = runtime.collectivesInfo();
   return { ...info, gloo: collectives.gloo, nccl: collectives.nccl };
 }

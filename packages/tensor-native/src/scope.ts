@@ -3,7 +3,7 @@
 // `keep`. Tensors created outside any scope are owned by the caller (`dispose()`/`using`),
 // with a FinalizationRegistry as a last-resort safety net only.
 import { FlodlError } from './errors.js';
-import { native } from './internal/binding.js';
+import { freeHandle, freeHandles, reclaimHandle, retireHandle } from './internal/handle-table.js';
 
 /** What scopes and the safety net need from a tensor. */
 export interface Disposable {
@@ -19,7 +19,7 @@ export interface Disposable {
 // netted tensor only "retires" its slot, which this callback later returns to reuse, so the
 // handle held here can never name another tensor.
 const safetyNet = new FinalizationRegistry<number>((handle) => {
-  native.reclaim(handle);
+  reclaimHandle(handle);
 });
 
 function net(tensor: Disposable): void {
@@ -44,8 +44,8 @@ export function track(tensor: Disposable): void {
 
 /** @internal Frees a tensor's native side now (dispose). */
 export function release(tensor: Disposable): void {
-  if (tensor._netted) native.retire(tensor._h);
-  else native.free(tensor._h);
+  if (tensor._netted) retireHandle(tensor._h);
+  else freeHandle(tensor._h);
   tensor._h = -1;
 }
 
@@ -99,7 +99,7 @@ export function endScope(handle: ScopeHandle, survivors: Iterable<Disposable> = 
   }
   tracked.length = 0;
   // One native call frees the whole scope, reading the handles in place.
-  if (count > 0) native.freeMany(doomed, count);
+  if (count > 0) freeHandles(doomed, count);
 }
 
 /**

@@ -6,8 +6,9 @@ import { shareClassIdentity } from './class-identity.js';
 import { type Device, deviceCode, deviceName } from './device.js';
 import { type DType, parseDType } from './dtype.js';
 import { FlodlError, invalidArgument } from './errors.js';
-import { native } from './internal/binding.js';
 import { dtypeCode, dtypeFromCode } from './internal/codes.js';
+import { isLiveHandle } from './internal/handle-table.js';
+import * as storage from './internal/tensor-storage.js';
 import { checkOptions } from './internal/validate.js';
 import { release, track } from './scope.js';
 
@@ -63,49 +64,49 @@ export class Tensor {
 
   /** The size of each dimension. PyTorch: `t.shape`. */
   get shape(): readonly number[] {
-    if (this._shape === undefined) this._shape = Object.freeze(native.shape(this._h));
+    if (this._shape === undefined) this._shape = Object.freeze(storage.shapeOf(this._h));
     return this._shape;
   }
 
   /** The element type. PyTorch: `t.dtype`. */
   get dtype(): DType {
-    if (this._dtype === undefined) this._dtype = dtypeFromCode(native.dtype(this._h));
+    if (this._dtype === undefined) this._dtype = dtypeFromCode(storage.dtypeCodeOf(this._h));
     return this._dtype;
   }
 
   /** Where the data lives: `'cpu'` or `'cuda:N'`. PyTorch: `t.device`. */
   get device(): Device {
-    return deviceName(native.device(this._h));
+    return deviceName(storage.deviceCodeOf(this._h));
   }
 
   /** The number of elements. PyTorch: `t.numel()`. */
   get numel(): number {
-    return native.numel(this._h);
+    return storage.numelOf(this._h);
   }
 
   /** The number of dimensions. PyTorch: `t.ndim`. */
   get ndim(): number {
-    return this._shape !== undefined ? this._shape.length : native.dim(this._h);
+    return this._shape !== undefined ? this._shape.length : storage.dimOf(this._h);
   }
 
   /** True when the elements are laid out densely in row-major order. */
   get isContiguous(): boolean {
-    return native.isContiguous(this._h);
+    return storage.isContiguous(this._h);
   }
 
   /** True when this CPU tensor is in page-locked memory. */
   get isPinned(): boolean {
-    return native.isPinned(this._h);
+    return storage.isPinned(this._h);
   }
 
   /** The element step of each dimension. PyTorch: `t.stride()`. */
   get strides(): readonly number[] {
-    return native.strides(this._h);
+    return storage.stridesOf(this._h);
   }
 
   /** False once the tensor was disposed (directly or by its scope). */
   get isLive(): boolean {
-    return this._h >= 0 && native.isLive(this._h);
+    return this._h >= 0 && isLiveHandle(this._h);
   }
 
   /** `shape[dim]`, with negative dims counting from the end. PyTorch: `t.size(dim)`. */
@@ -118,7 +119,7 @@ export class Tensor {
   item(): number;
   item(): number | boolean;
   item(): number | boolean {
-    return native.item(this._h);
+    return storage.itemOf(this._h);
   }
 
   /**
@@ -126,7 +127,7 @@ export class Tensor {
    * Float64Array, Int32Array, BigInt64Array for int64, Uint8Array for uint8 and bool.
    */
   toTypedArray(): Float32Array | Float64Array | Int32Array | BigInt64Array | Uint8Array {
-    return native.toTypedArray(this._h);
+    return storage.typedArrayOf(this._h);
   }
 
   /** The values as nested arrays (int64 as numbers, bool as booleans). PyTorch: `t.tolist()`. */
@@ -169,7 +170,9 @@ export class Tensor {
     checkOptions('to', options, ['dtype', 'device', 'nonBlocking', 'copy']);
     const dtype = options.dtype === undefined ? -1 : dtypeCode(parseDType('to', options.dtype));
     const device = options.device === undefined ? undefined : deviceCode('to', options.device);
-    return new Tensor(native.to(this._h, dtype, device, options.nonBlocking === true, options.copy === true));
+    return new Tensor(
+      storage.convert(this._h, dtype, device, options.nonBlocking === true, options.copy === true),
+    );
   }
 
   /** The same data on the CPU. */
@@ -211,24 +214,24 @@ export class Tensor {
 
   /** A copy with its own memory. PyTorch: `t.clone()`. */
   clone(): Tensor {
-    return new Tensor(native.clone(this._h));
+    return new Tensor(storage.cloneOf(this._h));
   }
   /** The same data, cut from the autograd graph. PyTorch: `t.detach()`. */
   detach(): Tensor {
-    return new Tensor(native.detach(this._h));
+    return new Tensor(storage.detachedOf(this._h));
   }
   /** The data in contiguous memory (the same data when it already is). */
   contiguous(): Tensor {
-    return new Tensor(native.contiguous(this._h));
+    return new Tensor(storage.contiguousOf(this._h));
   }
   /** A copy in page-locked memory for fast, asynchronous host→device copies; without CUDA, the same data. */
   pinMemory(): Tensor {
-    return new Tensor(native.pinMemory(this._h));
+    return new Tensor(storage.pinnedOf(this._h));
   }
   /** True when both tensors view the same memory. */
   sharesMemoryWith(other: Tensor): boolean {
     if (!(other instanceof Tensor)) throw invalidArgument('sharesMemoryWith', 'other', 'a Tensor', other);
-    return native.sameStorage(this._h, other._h);
+    return storage.sameStorage(this._h, other._h);
   }
 }
 

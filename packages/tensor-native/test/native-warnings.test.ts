@@ -1,6 +1,6 @@
-// libtorch writes its warnings straight to the process's stderr, past vitest; vitest.config.ts
-// raises libtorch's log level so that a green run prints none. The warnings the suite is known to
-// cause are checked here instead, in a fresh process with the default log level.
+// libtorch writes its warnings straight to the process's stderr, past vitest; the pool in
+// vitest.config.ts holds back the ones the suite is known to cause (and shows any other). Those
+// are checked here, in a fresh process with libtorch's default log level.
 import { runIsolated } from '@flodl/testing';
 import { describe, expect, it } from 'vitest';
 import { buildInfo } from '../src/index.js';

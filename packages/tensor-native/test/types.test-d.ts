@@ -1,4 +1,4 @@
-// Type-level tests (vitest typecheck, and tsc --noEmit in `typecheck`): the overloads and the
+// Type-level tests (checked by tsc --noEmit in the package's `typecheck` task): the overloads and the
 // members that ops files and creation.ts attach by declaration merging.
 import { describe, expectTypeOf, it } from 'vitest';
 import {

@@ -42,8 +42,8 @@ export interface IsolatedRun {
 /**
  * Runs ES module source in a fresh Node process (bounded by `timeoutMs`) and returns its output,
  * for noise that only a process's own stderr shows, such as libtorch's log lines. The
- * environment is this process's, with libtorch's log level reset to its default (the test
- * configs raise it), so every warning shows.
+ * environment is this process's, with libtorch's log level reset to its default (a
+ * `GLOG_minloglevel` in the caller's environment would hide them), so every warning shows.
  */
 export function runIsolated(source: string, options: { cwd?: string; timeoutMs?: number } = {}): IsolatedRun {
   const env = { ...process.env };

@@ -9,7 +9,7 @@ import {
   Tensor,
 } from '@flodl/tensor-native';
 
-export { checkBoolean, checkOneOf, checkOptions } from '@flodl/tensor-native';
+export { checkBoolean, checkInteger, checkOneOf, checkOptions } from '@flodl/tensor-native';
 
 /** How a loss reduces its per-element values: none (keep them), their mean, or their sum. */
 export type Reduction = 'none' | 'mean' | 'sum';
@@ -268,22 +268,6 @@ export function checkNumber(op: string, name: string, value: unknown, spec: Numb
       .filter((bound) => bound !== '')
       .join(' and ');
     throw invalidArgument(op, name, bounds === '' ? 'a number' : `a number ${bounds}`, value);
-  }
-  return value;
-}
-
-/** A safe integer >= `min`. */
-export function checkInteger(
-  op: string,
-  name: string,
-  value: unknown,
-  spec: Omit<NumberSpec, 'max'> = {},
-): number {
-  const { fallback, min = Number.MIN_SAFE_INTEGER } = spec;
-  if (value === undefined && fallback !== undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) {
-    const expected = min > Number.MIN_SAFE_INTEGER ? `an integer >= ${min}` : 'an integer';
-    throw invalidArgument(op, name, expected, value);
   }
   return value;
 }

@@ -106,7 +106,7 @@ function convolution(
   } else {
     paddingValue = expandSizes(op, 'padding', padding, spatial, 0);
   }
-  const count = checkInteger(op, 'groups', groups, { min: 1 });
+  const count = checkInteger(op, 'groups', groups, 1);
   const [outChannels, groupChannels] = weight.shape as [number, number];
   checkGroupSplit(op, count, channelsOf(input, spatial), outChannels, weight);
   if (groupChannels * count !== channelsOf(input, spatial)) {
@@ -156,7 +156,7 @@ function transposedConvolution(
       );
     }
   });
-  const count = checkInteger(op, 'groups', groups, { min: 1 });
+  const count = checkInteger(op, 'groups', groups, 1);
   const [inChannels, groupChannels] = weight.shape as [number, number];
   checkGroupSplit(op, count, inChannels, groupChannels * count, weight);
   if (channelsOf(input, spatial) !== inChannels) {

@@ -113,7 +113,7 @@ export function crossEntropy(input: Tensor, target: Tensor, options?: CrossEntro
   ]);
   const [checkedInput, checkedWeight] = checkClassInput(op, input, weight);
   const checkedTarget = checkTensor(op, 'target', target);
-  const index = checkInteger(op, 'ignoreIndex', ignoreIndex, { fallback: -100 });
+  const index = ignoreIndex === undefined ? -100 : checkInteger(op, 'ignoreIndex', ignoreIndex);
   if (isFloatingPoint(checkedTarget.dtype)) {
     checkShape(op, 'target (class probabilities)', checkedTarget, checkedInput.shape);
     checkSameDtype(op, 'target (class probabilities)', checkedTarget, checkedInput, 'input');
@@ -169,7 +169,7 @@ export function nllLoss(input: Tensor, target: Tensor, options?: NllLossOptions)
   const [checkedInput, checkedWeight] = checkClassInput(op, input, weight);
   const checkedTarget = checkTensor(op, 'target', target);
   checkClassTarget(op, checkedInput, checkedTarget);
-  const index = checkInteger(op, 'ignoreIndex', ignoreIndex, { fallback: -100 });
+  const index = ignoreIndex === undefined ? -100 : checkInteger(op, 'ignoreIndex', ignoreIndex);
   return aten.call(op, checkedInput, checkedTarget, checkedWeight, checkReduction(op, reduction), index);
 }
 

@@ -109,7 +109,7 @@ export function ctcLoss(
   if (checkedTargets.ndim === 2 && checkedTargets.shape[0] !== batch) {
     throw shapeError(op, 'targets must have one row per batch entry', `(${batch}, S)`, checkedTargets.shape);
   }
-  const checkedBlank = checkInteger(op, 'blank', blank, { fallback: 0, min: 0 });
+  const checkedBlank = blank === undefined ? 0 : checkInteger(op, 'blank', blank, 0);
   if (checkedBlank >= classes) {
     throw new FlodlError('ERR_INVALID_ARGUMENT', 'blank must be a class index', {
       op,

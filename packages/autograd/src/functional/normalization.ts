@@ -274,7 +274,7 @@ export function groupNorm(
   const op = 'groupNorm';
   checkTensor(op, 'input', input);
   checkMinimumRank(op, 'input', input, 2, '(N, C, *)');
-  checkInteger(op, 'numGroups', numGroups, { min: 1 });
+  checkInteger(op, 'numGroups', numGroups, 1);
   const channels = input.shape[1]!;
   if (channels % numGroups !== 0) {
     throw shapeError(

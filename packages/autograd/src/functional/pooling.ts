@@ -155,7 +155,7 @@ function avgPool(
   const divisor =
     checked.divisorOverride === undefined
       ? undefined
-      : checkInteger(op, 'divisorOverride', checked.divisorOverride, { min: 1 });
+      : checkInteger(op, 'divisorOverride', checked.divisorOverride, 1);
   return aten.call(
     'avgPool',
     input,

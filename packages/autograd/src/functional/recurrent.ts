@@ -79,7 +79,7 @@ function checkRecurrent(
 ): Layout {
   const given = checkOptions(op, options, OPTION_NAMES);
   const hasBiases = checkBoolean(op, 'hasBiases', given.hasBiases, true);
-  const numLayers = checkInteger(op, 'numLayers', given.numLayers, { fallback: 1, min: 1 });
+  const numLayers = given.numLayers === undefined ? 1 : checkInteger(op, 'numLayers', given.numLayers, 1);
   const dropout = checkNumber(op, 'dropout', given.dropout, { fallback: 0, min: 0, max: 1 });
   const training = checkBoolean(op, 'training', given.training, true);
   const bidirectional = checkBoolean(op, 'bidirectional', given.bidirectional, false);

@@ -159,7 +159,7 @@ function checkScales(op: string, value: unknown, length: number): number[] {
 export function pixelShuffle(input: Tensor, upscaleFactor: number): Tensor {
   const op = 'pixelShuffle';
   checkShuffleInput(op, input);
-  checkInteger(op, 'upscaleFactor', upscaleFactor, { min: 1 });
+  checkInteger(op, 'upscaleFactor', upscaleFactor, 1);
   const channels = input.shape[input.ndim - 3]!;
   if (channels % (upscaleFactor * upscaleFactor) !== 0) {
     throw shapeError(
@@ -191,7 +191,7 @@ export function pixelShuffle(input: Tensor, upscaleFactor: number): Tensor {
 export function pixelUnshuffle(input: Tensor, downscaleFactor: number): Tensor {
   const op = 'pixelUnshuffle';
   checkShuffleInput(op, input);
-  checkInteger(op, 'downscaleFactor', downscaleFactor, { min: 1 });
+  checkInteger(op, 'downscaleFactor', downscaleFactor, 1);
   const [height, width] = input.shape.slice(-2) as [number, number];
   if (height % downscaleFactor !== 0 || width % downscaleFactor !== 0) {
     throw shapeError(

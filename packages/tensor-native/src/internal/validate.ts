@@ -100,7 +100,7 @@ function isPlainObject(value: unknown): value is object {
 }
 
 /**
- * An integer `>= minimum` (any integer when no minimum is given).
+ * A safe integer `>= minimum` (any safe integer when no minimum is given).
  * @throws FlodlError ERR_INVALID_ARGUMENT otherwise, e.g. "expected: an integer >= 1"
  */
 export function checkInteger(
@@ -109,7 +109,7 @@ export function checkInteger(
   value: unknown,
   minimum = Number.NEGATIVE_INFINITY,
 ): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < minimum) {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < minimum) {
     const expected = Number.isFinite(minimum) ? `an integer >= ${minimum}` : 'an integer';
     throw invalidArgument(op, name, expected, value);
   }

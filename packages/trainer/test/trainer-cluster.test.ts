@@ -156,6 +156,7 @@ describe.concurrent('Trainer clusters: speeds, failures, bad use', () => {
       numEpochs: 2,
       elastic: true,
       throwAt: { rank: 2, step: 6 },
+      livenessMs: 20_000, // the survivors check that it reached them
     });
     expect(status, stderr).toBe(0);
     const run = result as ScriptResult;

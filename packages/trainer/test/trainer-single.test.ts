@@ -192,6 +192,9 @@ describe('Trainer on one device', () => {
     expect(caught(() => builder().dataset(regression(8)).batchSize(16).numEpochs(1).run()).message).toContain(
       'the dataset holds less than one batch',
     );
+    expect(
+      caught(() => builder().dataset(regression(8)).batchSize(4).numEpochs(1).livenessMs(100).run()).message,
+    ).toMatch(/livenessMs[\s\S]*≥ 500/);
     expect(caught(() => Trainer.builder(null as never, null as never, null as never)).code).toBe(
       'ERR_INVALID_ARGUMENT',
     );

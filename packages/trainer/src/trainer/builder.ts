@@ -171,6 +171,13 @@ export class TrainerBuilder<M extends AnyModule = AnyModule> {
   heartbeatTimeoutMs(ms: number): this {
     return this.#set('heartbeatTimeoutMs', ms);
   }
+  /**
+   * The run's liveness setting, ms (default 30 000): a rank silent that long is declared dead
+   * and ended; heartbeats, the server's idle drop and the ranks' waits follow from it.
+   */
+  livenessMs(ms: number): this {
+    return this.#set('livenessMs', ms);
+  }
   /** Batches prepared ahead of the step. Default 2. */
   prefetch(batches: number): this {
     return this.#set('prefetch', batches);

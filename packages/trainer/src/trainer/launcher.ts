@@ -83,6 +83,7 @@ export async function runLauncher<M extends AnyModule>(
       signal,
       ...(options.elastic || options.maxFailure ? { elastic: true } : {}),
       ...(options.maxFailure ? { maxFailure: options.maxFailure } : {}),
+      ...(options.livenessMs === undefined ? {} : { livenessMs: options.livenessMs }),
       onServer: (server, run) => {
         CoordinatorHost.attachFromRanks(server, {
           run,

@@ -2,7 +2,7 @@
 // before anything starts.
 
 import type { ElCheConfigOptions, EpochMetrics, LaunchMode, MaxFailureThreshold } from '@flodl/distributed';
-import { LAUNCH_MODES } from '@flodl/distributed';
+import { LAUNCH_MODES, livenessTimeouts } from '@flodl/distributed';
 import type { LRScheduler, Optimizer } from '@flodl/nn';
 import { checkOptions, cuda, type Device, FlodlError, invalidArgument } from '@flodl/tensor-native';
 import { createProgress, type ProgressSetting } from '../progress/progress.js';
@@ -54,6 +54,12 @@ export interface TrainerOptions<M extends AnyModule = AnyModule> {
   maxFailure?: number | MaxFailureThreshold;
   elastic?: boolean;
   heartbeatTimeoutMs?: number;
+  /**
+   * The run's one liveness setting, ms (default 30 000, or `FLODL_LIVENESS_MS`): a rank silent
+   * that long is declared dead and ended; the heartbeat period, the server's idle drop and the
+   * ranks' waits derive from it. A cluster run passes it to `launch` and its ranks.
+   */
+  livenessMs?: number;
   prefetch?: number;
   resident?: boolean | 'auto';
   /** Bound on each wait of a rank's session (formation, a round, the shutdown), ms. Default twice the run's liveness setting (`FLODL_LIVENESS_MS`): 60 000. */
@@ -94,6 +100,7 @@ export const TRAINER_OPTION_KEYS = [
   'maxFailure',
   'elastic',
   'heartbeatTimeoutMs',
+  'livenessMs',
   'prefetch',
   'resident',
   'timeoutMs',
@@ -266,6 +273,7 @@ export function resolveTrainerOptions<M extends AnyModule>(
   if (options.heartbeatTimeoutMs !== undefined)
     positiveInteger('heartbeatTimeoutMs', options.heartbeatTimeoutMs);
   if (options.timeoutMs !== undefined) positiveInteger('timeoutMs', options.timeoutMs);
+  if (options.livenessMs !== undefined) livenessTimeouts(options.livenessMs, `${OP}.livenessMs`);
   if (options.prefetch !== undefined && (!Number.isSafeInteger(options.prefetch) || options.prefetch < 0)) {
     throw invalidArgument(`${OP}.prefetch`, 'prefetch', 'an integer >= 0', options.prefetch);
   }

@@ -111,11 +111,17 @@ describe.concurrent('cooperative Worker on three CPU ranks', () => {
       expect(cooperative.status, cooperative.stderr).toBe(0);
       expect(managed.status, managed.stderr).toBe(0);
       // Cadence rounds fall where the measured speeds put them, so the two runs are not bit for
-      // bit alike; the final eval (MSE over the whole set) agrees within 25%.
-      const final = (evals: [number, number][]) => evals.filter(([epoch]) => epoch === 3).at(-1)![1];
-      const coop = final(cooperative.ranks.get(0)!.evals);
-      const mana = final(managed.managed!.evals);
-      expect(Math.abs(coop - mana) / mana).toBeLessThan(0.25);
+      // bit alike: both tiers' eval (MSE over the whole set) falls from epoch 1 to epoch 3, and
+      // their final evals agree within 50% (about 10% apart on an idle machine; up to 30% seen
+      // when the file's concurrent runs slow the ranks unequally).
+      const at = (evals: [number, number][], epoch: number) =>
+        evals.filter(([done]) => done === epoch).at(-1)![1];
+      for (const evals of [cooperative.ranks.get(0)!.evals, managed.managed!.evals]) {
+        expect(at(evals, 3)).toBeLessThan(at(evals, 1));
+      }
+      const coop = at(cooperative.ranks.get(0)!.evals, 3);
+      const mana = at(managed.managed!.evals, 3);
+      expect(Math.abs(coop - mana) / mana).toBeLessThan(0.5);
     });
   }
 

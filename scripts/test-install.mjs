@@ -87,7 +87,11 @@ function run(
  * Runs a long command with its output shown as it comes (an install compiling the addon) and
  * returns that output; throws when it fails or runs past `timeoutMs` (then it is killed).
  */
-function runStreaming(command, args, { cwd, env = {}, timeoutMs }) {
+/**
+ * Runs a long command, echoing its output as it comes (without the lines `hide` matches: the
+ * whole output is printed if the command fails); resolves with the output.
+ */
+function runStreaming(command, args, { cwd, env = {}, timeoutMs, hide }) {
   log(`$ ${[command, ...args].join(' ')}   (in ${cwd})`);
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, {
@@ -97,9 +101,15 @@ function runStreaming(command, args, { cwd, env = {}, timeoutMs }) {
     });
     streaming = child;
     let output = '';
-    const collect = (sink) => (chunk) => {
-      output += chunk;
-      sink.write(chunk);
+    const collect = (sink) => {
+      let partial = '';
+      return (chunk) => {
+        output += chunk;
+        if (!hide) return sink.write(chunk);
+        const lines = (partial + chunk).split('\n');
+        partial = lines.pop();
+        for (const line of lines) if (!hide.test(line)) sink.write(`${line}\n`);
+      };
     };
     child.stdout.setEncoding('utf8').on('data', collect(process.stdout));
     child.stderr.setEncoding('utf8').on('data', collect(process.stderr));
@@ -115,8 +125,10 @@ function runStreaming(command, args, { cwd, env = {}, timeoutMs }) {
     child.once('close', (status) => {
       clearTimeout(timer);
       if (timedOut) reject(new Error(`${command} ${args.join(' ')} ran past ${timeoutMs / MINUTE} min`));
-      else if (status !== 0) reject(new Error(`${command} ${args.join(' ')} exited with ${status}`));
-      else resolve(output);
+      else if (status !== 0) {
+        if (hide) process.stderr.write(output);
+        reject(new Error(`${command} ${args.join(' ')} exited with ${status}`));
+      } else resolve(output);
     });
   });
 }
@@ -478,7 +490,8 @@ async function main() {
   );
 
   // yarn 1 runs dependency build scripts by default and reads the project's .npmrc for the
-  // @flodl registry; it shows a script's output only with --verbose.
+  // @flodl registry; it shows a script's output only with --verbose (whose own lines, thousands
+  // of them, are not echoed).
   const yarn = ensureYarn();
   const yarnProject = userProject('yarn-project', url);
   const yarnEnv = { ...userEnv, YARN_CACHE_FOLDER: join(work, 'yarn-cache') };
@@ -487,7 +500,7 @@ async function main() {
     const output = await runStreaming(
       process.execPath,
       [yarn, 'add', '@flodl/cooperative', '--non-interactive', '--no-progress', '--verbose'],
-      { cwd: yarnProject, env: yarnEnv, timeoutMs: 20 * MINUTE },
+      { cwd: yarnProject, env: yarnEnv, timeoutMs: 20 * MINUTE, hide: /^verbose / },
     );
     const build = checkBuildProgress(output);
     return `install ${seconds(started)}, of which the addon build ${build}`;

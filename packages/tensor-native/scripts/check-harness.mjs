@@ -9,11 +9,9 @@ let failures = 0;
 export function check(name, fn) {
   try {
     fn();
-    passes++;
-    console.log(`ok   ${name}`);
+    passed(name);
   } catch (error) {
-    failures++;
-    console.log(`FAIL ${name}: ${error instanceof Error ? error.stack : error}`);
+    failed(name, error);
   }
 }
 
@@ -21,12 +19,20 @@ export function check(name, fn) {
 export async function checkAsync(name, fn) {
   try {
     await fn();
-    passes++;
-    console.log(`ok   ${name}`);
+    passed(name);
   } catch (error) {
-    failures++;
-    console.log(`FAIL ${name}: ${error instanceof Error ? error.stack : error}`);
+    failed(name, error);
   }
+}
+
+function passed(name) {
+  passes++;
+  console.log(`ok   ${name}`);
+}
+
+function failed(name, error) {
+  failures++;
+  console.log(`FAIL ${name}: ${error instanceof Error ? error.stack : error}`);
 }
 
 /** Throws `message` unless `condition` holds. */

@@ -6,6 +6,8 @@
 
 export type { ElCheConfigOptions, ElCheMode, SpeedHint } from './coordinator/config.js';
 export type { CoordinatorOptions } from './coordinator/coordinator-config.js';
+export type { ElCheState } from './coordinator/el-che/el-che.js';
+export type { CoordinatorResume } from './coordinator/resume.js';
 export type {
   DeathCause,
   MaxFailureThreshold,

@@ -33,6 +33,7 @@ import {
 } from './membership.js';
 import type { CoordinatorCommand, CoordinatorInput, CoordinatorOutput, RankReport } from './messages.js';
 import { MetaController } from './meta-controller.js';
+import { elcheFits } from './resume.js';
 import { aggregateEpochMetrics, EpochMetricsCollector } from './metrics.js';
 import { CallbackRoles } from './roles.js';
 import { StallWatch } from './stall-watch.js';
@@ -153,13 +154,24 @@ export class ClusterCoordinator {
       liveMask: () => this.membership.liveMask(),
     });
     this.overshoot = new OvershootBudget(this.dispatcher.epochBatches, elche.maxOvershoot);
+    const resume = this.config.resume;
     this.guard =
-      elche.convergenceGuard === 'none' ? new NoGuard() : new LevelGuard(elche.divergenceThreshold);
+      elche.convergenceGuard === 'none'
+        ? new NoGuard()
+        : new LevelGuard(elche.divergenceThreshold, resume?.guardHistory ?? []);
     this.#meta = elche.metaController ? new MetaController() : undefined;
     this.#divergence = new DivergenceSlots(worldSize);
     this.#lastStepCount = new Array<number>(worldSize).fill(0);
     this.#throttled = new Array<boolean>(worldSize).fill(false);
     this.#stalls = new StallWatch(worldSize, this.config.stallFactor, this.config.stallFloorMs);
+    if (resume) {
+      // A saved run continues: its clocks, ElChe's trajectory (same world size only: another
+      // cohort recalibrates) and the samples of the epoch in progress already trained.
+      this.#globalStep = resume.globalStep ?? 0;
+      this.#version = resume.averagingCount ?? 0;
+      if (elcheFits(resume.elche, worldSize)) this.elChe.restoreState(resume.elche);
+      this.dispatcher.resumeAt(resume.epoch, resume.covered ?? []);
+    }
   }
 
   get state(): CoordinatorState {
@@ -288,15 +300,29 @@ export class ClusterCoordinator {
     if (!this.membership.join(rank, this.#clock.now()) || !this.membership.formed) return;
     this.#state = 'running';
     this.#out.notices.push({ type: 'Formed', worldSize: this.config.worldSize });
-    this.#openEpoch(0);
+    // A resumed run starts at its saved epoch; that boundary's callbacks ran before the save.
+    const start = this.dispatcher.activeEpoch;
+    if (start >= this.config.numEpochs) {
+      this.#state = 'finishing';
+      this.#advanceTail();
+      return;
+    }
+    this.#openEpoch(start, this.config.resume !== undefined);
   }
 
   /** The epoch boundary, in floDl's order: the role, the checkpoint, the eval, then the plans. */
-  #openEpoch(epoch: number): void {
+  #openEpoch(epoch: number, resumed = false): void {
     this.callbacks.broadcastRoleIfDirty();
-    this.callbacks.dispatchBoundary(epoch);
-    for (const { rank, plan } of this.dispatcher.startEpoch(epoch, this.#context())) {
+    if (!resumed) this.callbacks.dispatchBoundary(epoch);
+    const context = this.#context();
+    for (const { rank, plan } of this.dispatcher.startEpoch(epoch, context)) {
       this.#send(rank, { type: 'StartEpoch', plan });
+    }
+    // Whole partitions: a resumed epoch's scattered leftovers are shared out at once.
+    if (!this.config.progressive) {
+      for (const { rank, offset, size } of this.dispatcher.distributeReclaimed(context)) {
+        this.#send(rank, { type: 'ExtendPartition', epoch, offset, size });
+      }
     }
     this.#maybeAverage();
   }

@@ -53,6 +53,7 @@ export {
   resolveCoordinatorConfig,
 } from './coordinator-config.js';
 export { ChunkPool, type SampleRange } from './dispatch/chunk-pool.js';
+export { type CoordinatorResume, checkResume, mergeSpans, uncoveredRuns } from './resume.js';
 export {
   type ChunkSizingInputs,
   chunkBatches,

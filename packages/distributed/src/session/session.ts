@@ -468,10 +468,14 @@ export class DistributedSession {
       }
       this.#backlog.push(...messages.filter(notThrottle));
       // The run ends without this round (a save-and-exit after deaths): stop waiting for it.
+      // A graceful stop is served after the round (sent behind its RequestParams): every rank
+      // leaves it with the consensus, then stops.
       const end = this.#backlog.findIndex(
         (message) => message.type === 'Shutdown' || message.type === 'ShutdownWithSave',
       );
-      if (end >= 0) {
+      const ending = this.#backlog[end];
+      const graceful = ending?.type === 'ShutdownWithSave' && ending.reason === 'GracefulShutdown';
+      if (end >= 0 && (!graceful || Date.now() > deadline)) {
         const [message] = this.#backlog.splice(end, 1);
         await this.#handle(message as CoordinatorMessage);
         return;

@@ -3,12 +3,13 @@
 // cooperative Worker calls the same primitives from the user's loop.
 
 import { noGrad } from '@flodl/autograd';
-import type {
-  CoordinatorMessage,
-  DistributedSession,
-  EpochMetrics,
-  EpochPlan,
-  IntentKind,
+import {
+  type CoordinatorMessage,
+  type DistributedSession,
+  type EpochMetrics,
+  type EpochPlan,
+  type IntentKind,
+  livenessFromEnv,
 } from '@flodl/distributed';
 import type { Metrics } from '@flodl/distributed/wire';
 import { clipGradNorm, type LRScheduler, type Optimizer } from '@flodl/nn';
@@ -21,6 +22,7 @@ import { type BundleSource, writeBundle } from '../checkpoint/write.js';
 import type { Batch } from '../data/batch.js';
 import { DataLoader } from '../data/loader/data-loader.js';
 import { epochPermutation } from '../data/random.js';
+import { writeClusterBundle, writeClusterPart } from './cluster-bundle.js';
 import { CursorTracker } from './data-cursor.js';
 import { PlanSampler } from './plan-sampler.js';
 import { drainScalars } from './scalars.js';
@@ -158,6 +160,8 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   #disposed = false;
   readonly #cursor: CursorTracker;
   #bundleRequested = false;
+  /** Averaging rounds of the run this one resumed (the session counts from them on). */
+  #restoredAveraging = 0;
 
   constructor(options: RankRuntimeOptions<M>) {
     this.#options = options;
@@ -484,7 +488,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       globalStep: this.globalStep,
       localStep: this.localStep,
       stepsSinceAvg: this.stepsSinceAvg,
-      averagingCount: this.session?.version ?? 0,
+      averagingCount: Math.max(this.session?.version ?? 0, this.#restoredAveraging),
       cursor: this.dataCursor(),
       covered: this.#cursor.covered(),
     };
@@ -498,6 +502,45 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
    * @throws FlodlError ERR_INVALID_ARGUMENT without a `savePath`; ERR_IO when a file cannot be written
    */
   saveBundle(reason: BundleReason): CheckpointMeta {
+    const savePath = this.#requireSavePath();
+    const stem = this.#stemFor(savePath, reason);
+    const meta = writeBundle(stem, this.bundleSource(), reason);
+    if (stem !== savePath) prunePeriodic(savePath, this.#options.keepLast ?? 3, this.worldSize);
+    return meta;
+  }
+
+  /**
+   * A cluster bundle: this rank writes the model, the scheduler and the meta when it is
+   * `writer` (after gathering every live rank's optimizer file, `gather` false: alone), else
+   * only its own optimizer file. Every rank of the save must call it with the same `reason`.
+   *
+   * @throws FlodlError ERR_INVALID_ARGUMENT without a `savePath`; ERR_IO when a file cannot be written
+   */
+  async saveClusterBundle(reason: BundleReason, writer: boolean, gather = true): Promise<void> {
+    const savePath = this.#requireSavePath();
+    const stem = this.#stemFor(savePath, reason);
+    if (!writer) {
+      writeClusterPart(stem, this.bundleSource(), reason);
+      return;
+    }
+    // Half the session's bound on a wait: the other ranks save at the same step point.
+    const waitMs = gather ? livenessFromEnv().sessionTimeoutMs / 2 : 0;
+    const { missing } = await writeClusterBundle(stem, this.bundleSource(), reason, waitMs);
+    if (missing.length > 0)
+      process.stderr.write(
+        `flodl: checkpoint ${stem}: no optimizer state from rank(s) ${missing.join(', ')} within ${waitMs} ms (a resume gives them rank ${this.rank}'s)\n`,
+      );
+    if (stem !== savePath) prunePeriodic(savePath, this.#options.keepLast ?? 3, this.worldSize);
+  }
+
+  /** Periodic reasons at `<savePath>.step-<LR step>` (a cluster's LR step: the coordinator's, which every rank shares); the others at `savePath`. */
+  #stemFor(savePath: string, reason: BundleReason): string {
+    const periodic = reason === 'every' || reason === 'atEpoch' || reason === 'request';
+    if (!periodic) return savePath;
+    return periodicStem(savePath, this.session ? this.globalStep : this.globalStep + this.stepsSinceAvg);
+  }
+
+  #requireSavePath(): string {
     const savePath = this.#options.savePath;
     if (savePath === undefined) {
       throw new FlodlError('ERR_INVALID_ARGUMENT', 'a checkpoint bundle needs a savePath', {
@@ -506,11 +549,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
         got: 'no savePath',
       });
     }
-    const periodic = reason === 'every' || reason === 'atEpoch' || reason === 'request';
-    const stem = periodic ? periodicStem(savePath, this.globalStep + this.stepsSinceAvg) : savePath;
-    const meta = writeBundle(stem, this.bundleSource(), reason);
-    if (periodic) prunePeriodic(savePath, this.#options.keepLast ?? 3, this.worldSize);
-    return meta;
+    return savePath;
   }
 
   /** The rank the coordinator elected for callbacks (`undefined` before it said, and on one device). */
@@ -561,6 +600,15 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       this.globalStep = 0;
       this.#stepsSinceAvg = meta.worldSize > 1 ? meta.globalStep + meta.stepsSinceAvg : meta.stepsSinceAvg;
     }
+    this.#restoredAveraging = meta.averagingCount;
+    if (this.session) {
+      // A cluster: the coordinator's plans leave out what was trained (the coverage), so no
+      // batch is skipped here; a later save of this epoch still counts those positions.
+      this.#cursor.trainedBefore(meta.coverage.epoch, meta.coverage.covered);
+      this.currentEpoch = meta.epoch;
+      if (meta.coverage.covered.length > 0) this.#lastEpochFired = meta.epoch;
+      return;
+    }
     // A cluster bundle's cursor is one rank's share: its epoch restarts from the beginning here.
     const cursor =
       meta.worldSize > 1
@@ -587,7 +635,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
     }
     if (this.#options.savePath !== undefined) {
       try {
-        this.saveBundle('every');
+        await this.saveClusterBundle('every', true);
       } catch (error) {
         errors.push(messageOf(error));
       }
@@ -596,6 +644,14 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       ...(errors.length > 0 ? { error: errors.join('; ') } : {}),
       elapsedMs: performance.now() - started,
     };
+  }
+
+  async #saveClusterOrWarn(reason: BundleReason, writer: boolean, gather = true): Promise<void> {
+    try {
+      await this.saveClusterBundle(reason, writer, gather);
+    } catch (error) {
+      process.stderr.write(`flodl: checkpoint failed: ${messageOf(error)}\n`);
+    }
   }
 
   #saveOrWarn(reason: BundleReason): void {
@@ -754,6 +810,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
         const open = this.#open;
         if (open && open.epoch === message.epoch && !open.shutdown) {
           open.picks.push(...this.#picks(message.epoch, message.offset, message.size));
+          this.#cursor.extend(message.offset, message.size);
         } else {
           this.#plans.push({
             epoch: message.epoch,
@@ -793,7 +850,11 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
         return;
       }
       case 'Checkpoint': {
-        if (message.targetRank !== this.rank) return;
+        if (message.targetRank !== this.rank) {
+          // Another rank writes this bundle: this rank adds its optimizer state.
+          if (this.#options.savePath !== undefined) await this.#saveClusterOrWarn('every', false);
+          return;
+        }
         const result = await this.#clusterCheckpoint(message.version);
         session.control.send({
           type: 'CheckpointResult',
@@ -807,8 +868,15 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
         this.#shutdown = true;
         return;
       case 'ShutdownWithSave':
-        // This rank holds the freshest state: it persists it before the run ends.
-        if (this.#options.savePath !== undefined && !this.#shutdown) this.#saveOrWarn('shutdownWithSave');
+        if (this.#options.savePath !== undefined && !this.#shutdown) {
+          if (message.reason === 'GracefulShutdown') {
+            // A stop: every rank got it at the same round; the elected rank writes the bundle.
+            await this.#saveClusterOrWarn('stop', this.rank === (this.#epochRole ?? 0));
+          } else {
+            // The coordinator chose this rank, the freshest, to persist the run before it ends.
+            await this.#saveClusterOrWarn('shutdownWithSave', true, false);
+          }
+        }
         this.#shutdown = true;
         return;
       default:

@@ -334,25 +334,18 @@ function checkBundleOptions(
 }
 
 /**
- * Refuses the bundle options a cluster run does not serve yet: `resumeFrom` (resume a cluster
- * bundle on one device) and `checkpointAtEpoch` (use `checkpointEvery`).
+ * Refuses the bundle option a cluster run does not serve yet: `checkpointAtEpoch` (use
+ * `checkpointEvery`).
  *
  * @throws FlodlError ERR_INVALID_ARGUMENT
  */
-export function refuseClusterBundleOptions(
-  options: Pick<TrainerOptions, 'resumeFrom' | 'checkpointAtEpoch'>,
-): void {
-  for (const key of ['resumeFrom', 'checkpointAtEpoch'] as const) {
-    if (options[key] === undefined) continue;
-    throw new FlodlError('ERR_INVALID_ARGUMENT', `${key} is not served on a cluster run yet`, {
-      op: `${OP}.${key}`,
-      expected:
-        key === 'resumeFrom'
-          ? 'resumeFrom on a one-device run (a cluster bundle resumes there, from the start of its epoch)'
-          : '.checkpointEvery(n) with a savePath (the elected rank writes each bundle)',
-      got: `${key} with several ranks`,
-    });
-  }
+export function refuseClusterBundleOptions(options: Pick<TrainerOptions, 'checkpointAtEpoch'>): void {
+  if (options.checkpointAtEpoch === undefined) return;
+  throw new FlodlError('ERR_INVALID_ARGUMENT', 'checkpointAtEpoch is not served on a cluster run yet', {
+    op: `${OP}.checkpointAtEpoch`,
+    expected: '.checkpointEvery(n) with a savePath (the elected rank writes each bundle)',
+    got: 'checkpointAtEpoch with several ranks',
+  });
 }
 
 /** `progress`, `metricsLog`, `dashboard`: checked before anything starts. */

@@ -14,14 +14,14 @@ import {
   writeDeathRecord,
 } from '@flodl/distributed';
 import { writeSafetensors } from '@flodl/nn';
+import { readCheckpoint } from '../checkpoint/read.js';
 import { modelSignature } from '../runtime/model-signature.js';
 import { RankRuntime } from '../runtime/rank-runtime.js';
 import type { AnyModule, TrainedState } from '../runtime/types.js';
-import { buildRank, callbacksOf } from './build-rank.js';
+import { buildRank, callbacksOf, warnCallback } from './build-rank.js';
 import type { TrainedRun } from './handle.js';
 import { refuseClusterBundleOptions } from './options.js';
 import type { RankRole } from './role.js';
-import { saveFinal } from './single-device.js';
 import type { RunSpec } from './spec.js';
 
 /**
@@ -88,6 +88,8 @@ export async function joinClusterRank<M extends AnyModule>(
 ): Promise<ClusterRank<M>> {
   const options = spec.options;
   refuseClusterBundleOptions(options);
+  // Checked before joining: a bundle that cannot be read fails this rank alone, at once.
+  const bundle = options.resumeFrom === undefined ? undefined : readCheckpoint(options.resumeFrom);
   const { model, optimizer } = buildRank(spec, role.device);
   const early: CoordinatorMessage[] = [];
   const trace = process.env[TRACE_DIR_ENV];
@@ -129,6 +131,9 @@ export async function joinClusterRank<M extends AnyModule>(
     ...(options.keepLast === undefined ? {} : { keepLast: options.keepLast }),
   });
   runtime = created;
+  // Every rank loads the same weights, its own optimizer state (the writer's when the bundle
+  // has none for it) and the saved counters; the coordinator resumes the plans.
+  if (bundle) created.restore(bundle);
   for (const message of early) created.receive(message);
   let finished: Promise<TrainedState> | undefined;
   return {
@@ -136,15 +141,19 @@ export async function joinClusterRank<M extends AnyModule>(
     finish: () => {
       finished ??= (async () => {
         try {
-          // A completed run's last state, from the elected rank (rank 0 until one is elected).
-          // A run the coordinator ends early is saved by the rank it sends ShutdownWithSave.
+          // A completed run's last state: the elected rank (rank 0 until one is elected)
+          // writes the bundle, every rank its optimizer state. A run the coordinator ends
+          // early is saved on its ShutdownWithSave.
           if (
             options.savePath !== undefined &&
             session.saveRequested === undefined &&
-            created.rank === (created.electedRank ?? 0) &&
             created.dataCursor().epoch >= options.numEpochs
           ) {
-            saveFinal(created, 'final');
+            try {
+              await created.saveClusterBundle('final', created.rank === (created.electedRank ?? 0));
+            } catch (error) {
+              warnCallback('checkpoint', error);
+            }
           }
           const state = created.finalState();
           const directory = process.env[RECORD_DIR_ENV];

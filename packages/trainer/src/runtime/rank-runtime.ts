@@ -162,6 +162,8 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   #bundleRequested = false;
   /** Averaging rounds of the run this one resumed (the session counts from them on). */
   #restoredAveraging = 0;
+  /** A graceful stop's bundle is due after the messages in hand. */
+  #stopSave = false;
 
   constructor(options: RankRuntimeOptions<M>) {
     this.#options = options;
@@ -798,6 +800,11 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       const message = this.#inbox.shift() as CoordinatorMessage;
       await this.#handle(message);
     }
+    // A stop's bundle is written once what came with it (the round's SetGlobalStep) is in.
+    if (this.#stopSave) {
+      this.#stopSave = false;
+      await this.#saveClusterOrWarn('stop', this.rank === (this.#epochRole ?? 0));
+    }
   }
 
   async #handle(message: CoordinatorMessage): Promise<void> {
@@ -870,8 +877,9 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       case 'ShutdownWithSave':
         if (this.#options.savePath !== undefined && !this.#shutdown) {
           if (message.reason === 'GracefulShutdown') {
-            // A stop: every rank got it at the same round; the elected rank writes the bundle.
-            await this.#saveClusterOrWarn('stop', this.rank === (this.#epochRole ?? 0));
+            // A stop: every rank got it at the same round; the elected rank writes the bundle
+            // once this batch of messages is handled.
+            this.#stopSave = true;
           } else {
             // The coordinator chose this rank, the freshest, to persist the run before it ends.
             await this.#saveClusterOrWarn('shutdownWithSave', true, false);

@@ -14,6 +14,7 @@ import {
   writeDeathRecord,
 } from '@flodl/distributed';
 import { writeSafetensors } from '@flodl/nn';
+import { FlodlError } from '@flodl/tensor-native';
 import { readCheckpoint } from '../checkpoint/read.js';
 import { modelSignature } from '../runtime/model-signature.js';
 import { RankRuntime } from '../runtime/rank-runtime.js';
@@ -88,6 +89,16 @@ export async function joinClusterRank<M extends AnyModule>(
 ): Promise<ClusterRank<M>> {
   const options = spec.options;
   refuseClusterBundleOptions(options);
+  if (options.resumeFrom !== undefined && role.launchedBy === 'external')
+    throw new FlodlError(
+      'ERR_INVALID_ARGUMENT',
+      'resumeFrom is not served on an externally launched run yet',
+      {
+        op: 'Trainer.resumeFrom',
+        expected: 'a run launched by flodl (Trainer.run from one script, or the flodl CLI)',
+        got: 'ranks launched by torchrun-style variables',
+      },
+    );
   // Checked before joining: a bundle that cannot be read fails this rank alone, at once.
   const bundle = options.resumeFrom === undefined ? undefined : readCheckpoint(options.resumeFrom);
   const { model, optimizer } = buildRank(spec, role.device);

@@ -328,6 +328,8 @@ export class CoordinatorHost {
   #endDeclaredDead(record: RankDeathRecord): void {
     const run = this.options.run;
     if (!run || record.cause === 'process-exit') return;
+    // After a graceful stop every rank says Exiting once it saved: it is leaving on its own.
+    if (this.#stopSent && record.cause === 'exited-early') return;
     const stop = (): void => {
       run.stopRank(record.rank, {
         reason: `declared dead by the coordinator (${record.cause}: ${record.message})`,

@@ -19,17 +19,17 @@ export const TRAINER_RUN_ENV = 'FLODL_TRAINER_RUN';
 const POLL_MS = 5;
 
 /**
- * The id every rank of a run gives the bundle at `stem` for `reason` at LR step `globalStep`
- * (the ranks agree on all three at a save, and the run id keeps another run's files out).
+ * The id every rank of a run gives the bundle at `stem` for `reason` (a periodic stem names
+ * its LR step; the run id keeps another run's files out).
  */
-export function clusterBundleId(stem: string, reason: BundleReason, globalStep: number): string {
+export function clusterBundleId(stem: string, reason: BundleReason): string {
   const run = process.env[TRAINER_RUN_ENV] ?? '';
-  return createHash('sha256').update(`${run}\0${stem}\0${reason}\0${globalStep}`).digest('hex').slice(0, 16);
+  return createHash('sha256').update(`${run}\0${stem}\0${reason}`).digest('hex').slice(0, 16);
 }
 
 /** A rank that does not write the meta: its optimizer file only. */
 export function writeClusterPart(stem: string, source: BundleSource, reason: BundleReason): void {
-  writeRankPart(stem, source, clusterBundleId(stem, reason, source.globalStep));
+  writeRankPart(stem, source, clusterBundleId(stem, reason));
 }
 
 /**
@@ -44,7 +44,7 @@ export async function writeClusterBundle(
   reason: BundleReason,
   waitMs: number,
 ): Promise<{ meta: CheckpointMeta; missing: number[] }> {
-  const bundleId = clusterBundleId(stem, reason, source.globalStep);
+  const bundleId = clusterBundleId(stem, reason);
   const coordinator = readCoordinatorState();
   const live = coordinator?.live ?? source.membership;
   const others = live.filter((rank) => rank !== source.rank);

@@ -803,6 +803,9 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
     // A stop's bundle is written once what came with it (the round's SetGlobalStep) is in.
     if (this.#stopSave) {
       this.#stopSave = false;
+      // What came behind the stop in its round (the SetGlobalStep) is taken in first.
+      await this.session?.drain();
+      while (this.#inbox.length > 0) await this.#handle(this.#inbox.shift() as CoordinatorMessage);
       await this.#saveClusterOrWarn('stop', this.rank === (this.#epochRole ?? 0));
     }
   }

@@ -59,9 +59,16 @@ describe('a resumed coordinator', () => {
         expect(result.epochs[0]!.perRankSamples.reduce((sum, count) => sum + count, 0)).toBe(
           USABLE - trained,
         );
-        // Rounds number on from the saved count; the LR clock from the saved step.
-        const first = result.commands.find(({ command }) => command.type === 'SetGlobalStep')?.command;
-        expect(first && 'globalStep' in first && first.globalStep).toBeGreaterThan(300);
+        // Every rank hears the saved LR clock at formation; rounds advance it from there.
+        const clocks = result.commands.flatMap(({ command }) =>
+          command.type === 'SetGlobalStep' ? [command.globalStep] : [],
+        );
+        expect(clocks.slice(0, worldSize)).toEqual(new Array(worldSize).fill(300));
+        expect(clocks.at(-1)).toBeGreaterThan(300);
+        const versions = result.commands.flatMap(({ command }) =>
+          command.type === 'RequestParams' || command.type === 'Update' ? [command.version] : [],
+        );
+        if (versions.length > 0) expect(Math.min(...versions)).toBe(41);
       });
     }
   }

@@ -301,6 +301,9 @@ export class ClusterCoordinator {
     this.#state = 'running';
     this.#out.notices.push({ type: 'Formed', worldSize: this.config.worldSize });
     // A resumed run starts at its saved epoch; that boundary's callbacks ran before the save.
+    // Every rank hears the saved LR clock first (and so forms even when the epoch's few
+    // remaining samples leave it without a first chunk).
+    if (this.config.resume) this.#broadcast({ type: 'SetGlobalStep', globalStep: this.#globalStep });
     const start = this.dispatcher.activeEpoch;
     if (start >= this.config.numEpochs) {
       this.#state = 'finishing';

@@ -33,8 +33,8 @@ import {
 } from './membership.js';
 import type { CoordinatorCommand, CoordinatorInput, CoordinatorOutput, RankReport } from './messages.js';
 import { MetaController } from './meta-controller.js';
-import { elcheFits } from './resume.js';
 import { aggregateEpochMetrics, EpochMetricsCollector } from './metrics.js';
+import { elcheFits } from './resume.js';
 import { CallbackRoles } from './roles.js';
 import { StallWatch } from './stall-watch.js';
 

@@ -53,7 +53,6 @@ export {
   resolveCoordinatorConfig,
 } from './coordinator-config.js';
 export { ChunkPool, type SampleRange } from './dispatch/chunk-pool.js';
-export { type CoordinatorResume, checkResume, mergeSpans, uncoveredRuns } from './resume.js';
 export {
   type ChunkSizingInputs,
   chunkBatches,
@@ -128,6 +127,7 @@ export {
   EpochMetricsCollector,
   type RankMetrics,
 } from './metrics.js';
+export { type CoordinatorResume, checkResume, isSpanList, mergeSpans, uncoveredRuns } from './resume.js';
 export {
   CALLBACK_COST_ALPHA,
   CallbackCost,

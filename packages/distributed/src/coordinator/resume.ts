@@ -43,19 +43,7 @@ export function checkResume(value: unknown, numEpochs: number, totalSamples: num
   const epoch = checkInteger(OP, 'resume.epoch', raw.epoch, 0);
   if (epoch > numEpochs) throw invalidArgument(OP, 'resume.epoch', `at most numEpochs (${numEpochs})`, epoch);
   const covered = raw.covered === undefined ? [] : raw.covered;
-  if (
-    !Array.isArray(covered) ||
-    !covered.every(
-      (span) =>
-        Array.isArray(span) &&
-        span.length === 2 &&
-        Number.isSafeInteger(span[0]) &&
-        Number.isSafeInteger(span[1]) &&
-        span[0] >= 0 &&
-        span[0] <= span[1] &&
-        span[1] <= totalSamples,
-    )
-  )
+  if (!isSpanList(covered, totalSamples))
     throw invalidArgument(OP, 'resume.covered', `[from, to) spans within [0, ${totalSamples}]`, covered);
   const guardHistory = raw.guardHistory === undefined ? [] : raw.guardHistory;
   if (!Array.isArray(guardHistory) || !guardHistory.every((item) => Number.isFinite(item)))
@@ -79,6 +67,23 @@ export function checkResume(value: unknown, numEpochs: number, totalSamples: num
     ...(elche === undefined ? {} : { elche }),
     guardHistory: [...(guardHistory as number[])],
   });
+}
+
+/** True when `value` is a list of `[from, to)` spans of integers with `0 <= from <= to <= total`. */
+export function isSpanList(value: unknown, total: number): value is [number, number][] {
+  return (
+    Array.isArray(value) &&
+    value.every(
+      (span) =>
+        Array.isArray(span) &&
+        span.length === 2 &&
+        Number.isSafeInteger(span[0]) &&
+        Number.isSafeInteger(span[1]) &&
+        span[0] >= 0 &&
+        span[0] <= span[1] &&
+        span[1] <= total,
+    )
+  );
 }
 
 /** `spans` sorted and merged: disjoint, ascending, no empty span. */

@@ -4,7 +4,6 @@ import type { Clock } from '../coordinator/clock.js';
 import { ClusterCoordinator } from '../coordinator/coordinator.js';
 import type { CoordinatorOptions } from '../coordinator/coordinator-config.js';
 import type { RankDeathRecord } from '../coordinator/membership.js';
-import type { CoordinatorResume } from '../coordinator/resume.js';
 import type {
   AddressedCommand,
   CoordinatorInput,
@@ -12,6 +11,7 @@ import type {
   HostCommand,
   RankExited,
 } from '../coordinator/messages.js';
+import type { CoordinatorResume } from '../coordinator/resume.js';
 import type { LaunchMode } from '../launcher/options.js';
 import type { LaunchRun, RankExitEvent } from '../launcher/run.js';
 import { isCollectiveMode } from '../session/session.js';

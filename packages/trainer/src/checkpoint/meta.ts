@@ -4,6 +4,7 @@
 
 import { readFileSync, statSync } from 'node:fs';
 import type { ElCheState } from '@flodl/distributed';
+import { isSpanList } from '@flodl/distributed/coordinator';
 import { FlodlError } from '@flodl/tensor-native';
 
 /** The `format` of every bundle's meta file. */
@@ -287,17 +288,7 @@ function checkMeta(path: string, value: unknown): CheckpointMeta {
       coverage !== null &&
       coverage.epoch === meta.epoch &&
       coverage.totalSamples === meta.datasetLength &&
-      Array.isArray(coverage.covered) &&
-      coverage.covered.every(
-        (span) =>
-          Array.isArray(span) &&
-          span.length === 2 &&
-          Number.isSafeInteger(span[0]) &&
-          Number.isSafeInteger(span[1]) &&
-          span[0] >= 0 &&
-          span[0] <= span[1] &&
-          span[1] <= (meta.datasetLength as number),
-      ),
+      isSpanList(coverage.covered, meta.datasetLength as number),
     '{ epoch, totalSamples, covered: [from, to)[] }',
     coverage,
   );

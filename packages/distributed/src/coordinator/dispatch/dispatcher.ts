@@ -1,8 +1,8 @@
 import type { ApplyPolicy } from '../config.js';
+import { mergeSpans } from '../resume.js';
 import { ChunkPool } from './chunk-pool.js';
 import { chunkBatches, chunkCohort } from './chunk-sizing.js';
 import { type EpochPlan, usableSamples } from './epoch-plan.js';
-import { mergeSpans } from '../resume.js';
 import { equalShares } from './partition.js';
 import { reservationSpans } from './reservations.js';
 

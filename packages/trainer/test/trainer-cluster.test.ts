@@ -133,7 +133,7 @@ describe.concurrent('Trainer clusters: speeds, failures, bad use', () => {
     expect(run.lost).toEqual([]);
   });
 
-  it('CpuSync with a savePath: the elected rank writes each epoch bundle and the final one (the consensus), resumable on one device', async () => {
+  it("CpuSync with a savePath: each epoch bundle and the final one (the consensus, every rank's optimizer), resumable on one device", async () => {
     const folder = mkdtempSync(join(tmpdir(), 'flodl-cluster-bundles-'));
     try {
       const savePath = join(folder, 'run');
@@ -155,6 +155,8 @@ describe.concurrent('Trainer clusters: speeds, failures, bad use', () => {
         membership: [0, 1, 2],
       });
       expect(final.meta.cursor.epoch).toBe(2);
+      // Every rank's optimizer state is in the bundle, beside the elected rank's model.
+      expect([...final.optimizers.keys()].sort()).toEqual([0, 1, 2]);
       // Every step is averaged in CpuSync: the saved model is the consensus join returned.
       const { tensors } = readSafetensors(final.model);
       const saved = ['0.weight', '0.bias', '2.weight', '2.bias'].map((key) => {
@@ -202,6 +204,7 @@ describe.concurrent('Trainer clusters: speeds, failures, bad use', () => {
           .batchSize(8)
           .numEpochs(2)
           .devices(['cpu', 'cpu'])
+          .savePath(join(folder, 'two'))
           .checkpointAtEpoch(1)
           .run(),
       ).toThrow(/checkpointAtEpoch is not served on a cluster run yet/);

@@ -5,12 +5,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { type MonitorRecord, observe, type RunRecorder, readMetricsLog } from '@flodl/distributed';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type MonitorRecord, observe, type RunRecorder, readMetricsLog } from '../src/monitor/index.js';
-import { bundledRankWorker } from './fixtures/cluster-setup.js';
-import { runCoordinated } from './fixtures/coordinated-run.js';
+import { runObserved } from './fixtures/observed-run.js';
 
-const workerUrl = bundledRankWorker('monitor-observe-worker');
 const dir = mkdtempSync(join(tmpdir(), 'flodl-observe-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -21,9 +19,8 @@ describe('observe(host) on an elastic run that loses a rank', () => {
   it('logs the death, the re-formation, the exit and the rounds around them', async () => {
     const logPath = join(dir, 'run.jsonl');
     let recorder: RunRecorder | undefined;
-    const { host, error } = await runCoordinated({
+    const { host, error } = await runObserved({
       mode: 'NcclSync',
-      workerUrl: workerUrl(),
       totalSamples: 576,
       batchSize: 16,
       numEpochs: 3,

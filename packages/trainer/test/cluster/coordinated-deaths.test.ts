@@ -4,24 +4,16 @@
 // modes: the reduce in flight completes over the survivors; collective modes: the survivors
 // re-form their Gloo group). Without `elastic` the run still fails fast.
 
+import { type LaunchMode, RankFailedError } from '@flodl/distributed';
 import { FlodlError } from '@flodl/tensor-native';
 import { captureWarnings } from '@flodl/testing';
 import { describe, expect, it } from 'vitest';
-import { type LaunchMode, RankFailedError } from '../src/launcher/index.js';
-import { bundledRankWorker } from './fixtures/cluster-setup.js';
-import {
-  type CoordinatedRun,
-  massLawAverage,
-  type RankRecord,
-  runCoordinated,
-} from './fixtures/coordinated-run.js';
+import { massLawAverage, type ObservedRun, type RankRecord, runObserved } from './fixtures/observed-run.js';
 
 // A dying rank can reset its connection; the coordinator logs the drop (expected here).
 captureWarnings([
   /^\[flodl\] dropped connection from .*: wire: connection error: (read|write) (ECONNRESET|EPIPE)/,
 ]);
-
-const workerUrl = bundledRankWorker('coordinated-deaths-worker');
 
 const TOTAL_SAMPLES = 576;
 const BATCH_SIZE = 16;
@@ -39,9 +31,8 @@ function run(
   die: Death,
   extra: { nproc?: number; elastic?: boolean; stepDelayMs?: number[] } = {},
 ) {
-  return runCoordinated({
+  return runObserved({
     mode,
-    workerUrl: workerUrl(),
     totalSamples: TOTAL_SAMPLES,
     batchSize: BATCH_SIZE,
     numEpochs: NUM_EPOCHS,
@@ -52,7 +43,7 @@ function run(
 }
 
 /** The survivors finished the whole schedule without the dead rank, in step after its death. */
-function checkSurvivors(mode: LaunchMode, result: CoordinatedRun, dead: number): RankRecord[] {
+function checkSurvivors(mode: LaunchMode, result: ObservedRun, dead: number): RankRecord[] {
   const { host } = result;
   expect(result.error).toBeUndefined();
   expect(result.hostErrors).toEqual([]);
@@ -122,7 +113,7 @@ function checkSurvivors(mode: LaunchMode, result: CoordinatedRun, dead: number):
  * Sync's whole partitions: what the dead rank had not run of its epoch-0 partition (192
  * samples, less the batches it reported) went to the survivors, exactly; returns that count.
  */
-function checkExtension(result: CoordinatedRun, records: RankRecord[]): number {
+function checkExtension(result: ObservedRun, records: RankRecord[]): number {
   const death = result.host.coordinator.deathRecords()[0]!;
   const extended = records.flatMap((record) => record.extended);
   expect(extended.every((plan) => plan.epoch === 0)).toBe(true);
@@ -218,9 +209,8 @@ describe('collective modes (Gloo): the survivors re-form their process group (el
 
 describe('failure policies', () => {
   it('maxFailure: the first death crosses the threshold: one survivor saves, all exit, launch fails', async () => {
-    const result = await runCoordinated({
+    const result = await runObserved({
       mode: 'CpuCadence',
-      workerUrl: workerUrl(),
       totalSamples: TOTAL_SAMPLES,
       batchSize: BATCH_SIZE,
       numEpochs: NUM_EPOCHS,

@@ -8,7 +8,13 @@ import { type LaunchMode, RankFailedError } from '@flodl/distributed';
 import { FlodlError } from '@flodl/tensor-native';
 import { captureWarnings } from '@flodl/testing';
 import { describe, expect, it } from 'vitest';
-import { massLawAverage, type ObservedRun, type RankRecord, runObserved } from './fixtures/observed-run.js';
+import {
+  massLawAverage,
+  noGloo,
+  type ObservedRun,
+  type RankRecord,
+  runObserved,
+} from './fixtures/observed-run.js';
 
 // A dying rank can reset its connection; the coordinator logs the drop (expected here).
 captureWarnings([
@@ -172,40 +178,43 @@ describe('host modes: a rank dies, the survivors finish (elastic)', () => {
   }, 30_000);
 });
 
-describe('collective modes (Gloo): the survivors re-form their process group (elastic)', () => {
-  it('NcclSync: rank 2 is SIGKILLed as round 3 starts; the survivors leave the failed collective and re-form', async () => {
-    const result = await run('NcclSync', { rank: 2, how: 'kill', atRound: 3 });
-    const records = checkSurvivors('NcclSync', result, 2);
-    for (const [index, record] of records.entries()) {
-      expect(record.declaredDead).toEqual([2]);
-      expect(record.reformations).toBe(1);
-      // New dense ranks in ascending global order.
-      expect(record.sessions).toEqual([{ newRank: index, newWorldSize: 2 }]);
-    }
-    expect(result.elapsedMs).toBeLessThan(20_000);
-  }, 30_000);
+describe.skipIf(noGloo)(
+  'collective modes (Gloo): the survivors re-form their process group (elastic)',
+  () => {
+    it('NcclSync: rank 2 is SIGKILLed as round 3 starts; the survivors leave the failed collective and re-form', async () => {
+      const result = await run('NcclSync', { rank: 2, how: 'kill', atRound: 3 });
+      const records = checkSurvivors('NcclSync', result, 2);
+      for (const [index, record] of records.entries()) {
+        expect(record.declaredDead).toEqual([2]);
+        expect(record.reformations).toBe(1);
+        // New dense ranks in ascending global order.
+        expect(record.sessions).toEqual([{ newRank: index, newWorldSize: 2 }]);
+      }
+      expect(result.elapsedMs).toBeLessThan(20_000);
+    }, 30_000);
 
-  it('NcclCadence: rank 0, the rendezvous host, exits non-zero after 8 steps', async () => {
-    const result = await run('NcclCadence', { rank: 0, how: 'exit', atStep: 8 });
-    const records = checkSurvivors('NcclCadence', result, 0);
-    expect(records.map((record) => record.sessions)).toEqual([
-      [{ newRank: 0, newWorldSize: 2 }],
-      [{ newRank: 1, newWorldSize: 2 }],
-    ]);
-    expect(result.elapsedMs).toBeLessThan(20_000);
-  }, 30_000);
+    it('NcclCadence: rank 0, the rendezvous host, exits non-zero after 8 steps', async () => {
+      const result = await run('NcclCadence', { rank: 0, how: 'exit', atStep: 8 });
+      const records = checkSurvivors('NcclCadence', result, 0);
+      expect(records.map((record) => record.sessions)).toEqual([
+        [{ newRank: 0, newWorldSize: 2 }],
+        [{ newRank: 1, newWorldSize: 2 }],
+      ]);
+      expect(result.elapsedMs).toBeLessThan(20_000);
+    }, 30_000);
 
-  it('NcclCadence, 2 ranks: the single survivor is told to save and exits cleanly within seconds', async () => {
-    const result = await run('NcclCadence', { rank: 1, how: 'kill', atStep: 10 }, { nproc: 2 });
-    expect(result.error).toBeUndefined();
-    expect(result.result?.lost.map((record) => record.rank)).toEqual([1]);
-    expect(result.host.coordinator.finishReason).toBe('SingleSurvivor');
-    expect(result.records.get(0)?.saveRequested).toBe('SingleSurvivor');
-    expect(result.result?.ranks.map((rank) => rank.outcome)).toEqual(['ok', 'failed']);
-    // Out within seconds: no wait on a collective or a session timeout (30 s).
-    expect(result.elapsedMs).toBeLessThan(15_000);
-  }, 30_000);
-});
+    it('NcclCadence, 2 ranks: the single survivor is told to save and exits cleanly within seconds', async () => {
+      const result = await run('NcclCadence', { rank: 1, how: 'kill', atStep: 10 }, { nproc: 2 });
+      expect(result.error).toBeUndefined();
+      expect(result.result?.lost.map((record) => record.rank)).toEqual([1]);
+      expect(result.host.coordinator.finishReason).toBe('SingleSurvivor');
+      expect(result.records.get(0)?.saveRequested).toBe('SingleSurvivor');
+      expect(result.result?.ranks.map((rank) => rank.outcome)).toEqual(['ok', 'failed']);
+      // Out within seconds: no wait on a collective or a session timeout (30 s).
+      expect(result.elapsedMs).toBeLessThan(15_000);
+    }, 30_000);
+  },
+);
 
 describe('failure policies', () => {
   it('maxFailure: the first death crosses the threshold: one survivor saves, all exit, launch fails', async () => {

@@ -3,7 +3,7 @@
 // bit-identical parameters after every round (the mass law over what they shipped), and finish.
 import type { CoordinatorHost, LaunchMode } from '@flodl/distributed';
 import { describe, expect, it } from 'vitest';
-import { massLawAverage, type RankRecord, runObserved } from './fixtures/observed-run.js';
+import { massLawAverage, noGloo, type RankRecord, runObserved } from './fixtures/observed-run.js';
 
 const TOTAL_SAMPLES = 576;
 const BATCH_SIZE = 16;
@@ -75,16 +75,20 @@ function check(mode: LaunchMode, records: RankRecord[], host: CoordinatorHost): 
 
 describe('ClusterCoordinator driving real ranks (3 processes on CPU)', () => {
   for (const mode of ['CpuSync', 'CpuCadence', 'NcclSync', 'NcclCadence'] as const) {
-    it(`${mode}: ranks follow the epoch plans, average on command, and finish`, async () => {
-      const { records, host } = await run(mode);
-      check(mode, records, host);
-      if (mode.startsWith('Cpu')) {
-        expect(host.rounds.map((round) => round.version)).toEqual(records[0]!.rounds.map((r) => r.version));
-        for (const round of host.rounds) {
-          const masses = Object.values(round.masses!);
-          expect(round.totalMass).toBe(masses.reduce((a, b) => a + b));
+    it.skipIf(mode.startsWith('Nccl') && noGloo)(
+      `${mode}: ranks follow the epoch plans, average on command, and finish`,
+      async () => {
+        const { records, host } = await run(mode);
+        check(mode, records, host);
+        if (mode.startsWith('Cpu')) {
+          expect(host.rounds.map((round) => round.version)).toEqual(records[0]!.rounds.map((r) => r.version));
+          for (const round of host.rounds) {
+            const masses = Object.values(round.masses!);
+            expect(round.totalMass).toBe(masses.reduce((a, b) => a + b));
+          }
         }
-      }
-    }, 40_000);
+      },
+      40_000,
+    );
   }
 });

@@ -5,8 +5,8 @@
 # from the same sources, then runs the phases asked for (default: tests):
 #   tests        `pnpm test:gpu`: every package suite on cuda, then the CUDA-only checks
 #   collectives  c10d NCCL all-reduce / broadcast across the GPUs (2 or more)
-#   cluster      the averaging modes with one rank process per GPU (2 or more), then the same
-#                with rank 1 dying mid-run
+#   cluster      the averaging modes through the managed Trainer, one rank process per GPU
+#                (2 or more), then the same with rank 1 dying mid-run
 #   bench        bench:dispatch and bench:train on cuda against this machine's PyTorch
 #   managed      bench:managed on cuda: the managed Trainer against a hand-written loop, on
 #                the Fashion-MNIST test split carried in .device/fashion-mnist
@@ -55,8 +55,8 @@ for phase in "${phases[@]}"; do
       else echo "collectives skipped: $gpus GPU(s)"; fi ;;
     cluster)
       if [ "$gpus" -ge 2 ]; then
-        { node packages/distributed/scripts/gpu-cluster.mjs --nproc "$gpus" &&
-          node packages/distributed/scripts/gpu-cluster.mjs --nproc "$gpus" --kill-rank 1 --kill-at 20; } 2>&1 | log cluster || status=1
+        { node packages/trainer/scripts/gpu-cluster.mjs --nproc "$gpus" &&
+          node packages/trainer/scripts/gpu-cluster.mjs --nproc "$gpus" --kill-rank 1 --kill-at 20; } 2>&1 | log cluster || status=1
       else echo "cluster skipped: $gpus GPU(s)"; fi ;;
     bench)
       (node --expose-gc packages/tensor-native/bench/dispatch.mjs --device cuda --iterations 50000 &&

@@ -5,6 +5,7 @@
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
+  type AveragedEvent,
   type CoordinatorMessage,
   DistributedSession,
   encodeRunSettings,
@@ -17,7 +18,7 @@ import { writeSafetensors } from '@flodl/nn';
 import { FlodlError } from '@flodl/tensor-native';
 import { readCheckpoint } from '../checkpoint/read.js';
 import { modelSignature } from '../runtime/model-signature.js';
-import { RankRuntime } from '../runtime/rank-runtime.js';
+import { RankRuntime, type RuntimeStep } from '../runtime/rank-runtime.js';
 import type { AnyModule, TrainedState } from '../runtime/types.js';
 import { buildRank, callbacksOf, warnCallback } from './build-rank.js';
 import type { TrainedRun } from './handle.js';
@@ -65,6 +66,23 @@ export function runSettingsFor<M extends AnyModule>(spec: RunSpec<M>, model: M):
   };
 }
 
+/**
+ * Hears what one cluster rank does, in that rank's process, as it happens: every booked step,
+ * every averaging round (before it takes the rank's state, after its result was applied) and
+ * every coordinator message. For diagnostics of a run (a per-rank log, a check of the
+ * averaging law); each part is optional, and none may change the model.
+ */
+export interface ClusterRankObserver {
+  /** A step was booked (after the optimizer step, before the rank follows the coordinator). */
+  step?(step: RuntimeStep): void;
+  /** An averaging round is about to take this rank's state (`mass`: its weight in the round). */
+  beforeAverage?(round: { version: number; steps: number; mass: number }): void;
+  /** An averaging round's result was applied to this rank's model (`consensus`: host modes). */
+  averaged?(event: AveragedEvent): void;
+  /** A coordinator message arrived (before the runtime follows it). */
+  control?(message: CoordinatorMessage): void;
+}
+
 /** A joined cluster rank: its runtime (bound to the coordinator) and how to end it cleanly. */
 export interface ClusterRank<M extends AnyModule = AnyModule> {
   readonly runtime: RankRuntime<M>;
@@ -78,7 +96,8 @@ export interface ClusterRank<M extends AnyModule = AnyModule> {
 /**
  * Builds this rank's model (seeded like every rank), joins the coordinator announcing the
  * run settings and the model's signature, and returns the rank runtime bound to it. Both
- * tiers start here: the managed rank loop and the cooperative Worker.
+ * tiers start here: the managed rank loop and the cooperative Worker. `observer` hears the
+ * rank's steps, rounds and coordinator messages as they happen.
  *
  * @throws FlodlError when the coordinator refuses the rank (settings or model differ) or
  *   cannot be reached
@@ -86,6 +105,7 @@ export interface ClusterRank<M extends AnyModule = AnyModule> {
 export async function joinClusterRank<M extends AnyModule>(
   spec: RunSpec<M>,
   role: RankRole,
+  observer: ClusterRankObserver = {},
 ): Promise<ClusterRank<M>> {
   const options = spec.options;
   refuseClusterBundleOptions(options);
@@ -106,20 +126,25 @@ export async function joinClusterRank<M extends AnyModule>(
   const trace = process.env[TRACE_DIR_ENV];
   let runtime: RankRuntime<M> | undefined;
   const session = await DistributedSession.join(model, {
-    ...(trace
-      ? {
-          onAveraged: (event) =>
-            appendFileSync(
-              join(trace, `rounds-rank${role.rank}.jsonl`),
-              `${JSON.stringify({ version: event.version, steps: event.steps, digest: modelSignature(model).values })}\n`,
-            ),
-        }
-      : {}),
+    onAveraged: (event) => {
+      if (trace) {
+        appendFileSync(
+          join(trace, `rounds-rank${role.rank}.jsonl`),
+          `${JSON.stringify({ version: event.version, steps: event.steps, digest: modelSignature(model).values })}\n`,
+        );
+      }
+      observer.averaged?.(event);
+    },
+    ...(observer.beforeAverage ? { onBeforeAverage: observer.beforeAverage } : {}),
     mode: options.mode,
     capabilities: encodeRunSettings(runSettingsFor(spec, model)),
     // Unset: twice the run's liveness setting (FLODL_LIVENESS_MS), 60 s by default.
     ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
-    onControl: (message) => (runtime ? runtime.receive(message) : early.push(message)),
+    onControl: (message) => {
+      observer.control?.(message);
+      if (runtime) runtime.receive(message);
+      else early.push(message);
+    },
   });
   const scheduler = options.scheduler?.(optimizer, role.worldSize);
   const created = new RankRuntime<M>({
@@ -140,6 +165,7 @@ export async function joinClusterRank<M extends AnyModule>(
     callbacks: callbacksOf(spec),
     ...(options.savePath === undefined ? {} : { savePath: options.savePath }),
     ...(options.keepLast === undefined ? {} : { keepLast: options.keepLast }),
+    ...(observer.step ? { onStep: observer.step } : {}),
   });
   runtime = created;
   // Every rank loads the same weights, its own optimizer state (the writer's when the bundle

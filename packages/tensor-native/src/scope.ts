@@ -22,14 +22,62 @@ const safetyNet = new FinalizationRegistry<number>((handle) => {
   reclaimHandle(handle);
 });
 
-function net(tensor: Disposable): void {
+function register(tensor: Disposable): void {
   tensor._netted = true;
   safetyNet.register(tensor, tensor._h);
 }
 
+// Tensors owned by the caller wait in a nursery before the safety net watches them: most are
+// disposed within a few ops, and those never pay FinalizationRegistry.register (80-200 ns)
+// nor the retire/reclaim round trips, their slot is reused at once. The live ones are handed
+// to the safety net every NURSERY births, and the rest once per turn of the event loop, so a
+// tensor dropped without dispose is still freed when it is collected.
+const NURSERY = 256;
+const nursery: (Disposable | undefined)[] = new Array(NURSERY).fill(undefined);
+let nurseryCount = 0;
+let sweepPending = false;
+
+function sweepNursery(): void {
+  for (let k = 0; k < nurseryCount; k++) {
+    const tensor = nursery[k]!;
+    nursery[k] = undefined;
+    if (tensor._h >= 0) register(tensor);
+  }
+  nurseryCount = 0;
+}
+
+function sweepOnNextTurn(): void {
+  sweepPending = false;
+  sweepNursery();
+}
+
+function net(tensor: Disposable): void {
+  nursery[nurseryCount++] = tensor;
+  if (nurseryCount === NURSERY) sweepNursery();
+  else if (!sweepPending) {
+    sweepPending = true;
+    setImmediate(sweepOnNextTurn).unref();
+  }
+}
+
+// A scope's tensors: a list reused from scope to scope (it keeps its capacity, so tracking a
+// tensor is a store, not an array growth), with its own count.
+const SPARE_LISTS = 64;
+const SPARE_LIST_MAX = 1 << 16;
+const spareLists: Disposable[][] = [];
+const NO_LIST: Disposable[] = [];
+
 class Scope {
-  readonly tracked: Disposable[] = [];
+  tracked: Disposable[] = spareLists.pop() ?? [];
+  count = 0;
   constructor(readonly name: string | undefined) {}
+}
+
+function retireList(scope: Scope): void {
+  const list = scope.tracked;
+  scope.tracked = NO_LIST;
+  if (list === NO_LIST || list.length > SPARE_LIST_MAX || spareLists.length >= SPARE_LISTS) return;
+  spareLists.push(list);
 }
 
 const stack: Scope[] = [];
@@ -38,7 +86,8 @@ let current: Scope | null = null;
 
 /** @internal Called for every tensor that is born. */
 export function track(tensor: Disposable): void {
-  if (current !== null) current.tracked.push(tensor);
+  const scope = current;
+  if (scope !== null) scope.tracked[scope.count++] = tensor;
   else net(tensor);
 }
 
@@ -50,7 +99,7 @@ export function release(tensor: Disposable): void {
 }
 
 function adoptInto(scope: Scope | null, tensor: Disposable): void {
-  if (scope !== null && !tensor._kept) scope.tracked.push(tensor);
+  if (scope !== null && !tensor._kept) scope.tracked[scope.count++] = tensor;
   else net(tensor);
 }
 
@@ -86,18 +135,23 @@ export function endScope(handle: ScopeHandle, survivors: Iterable<Disposable> = 
   stack.pop();
   current = stack.length > 0 ? stack[stack.length - 1]! : null;
   const keep = survivors instanceof Set ? (survivors as Set<Disposable>) : new Set(survivors);
+  const anyKept = keep.size > 0;
   const tracked = scope.tracked;
-  if (doomed.length < tracked.length) doomed = new Float64Array(Math.max(tracked.length, doomed.length * 2));
+  const trackedCount = scope.count;
+  if (doomed.length < trackedCount) doomed = new Float64Array(Math.max(trackedCount, doomed.length * 2));
   let count = 0;
-  for (const tensor of tracked) {
+  for (let k = 0; k < trackedCount; k++) {
+    const tensor = tracked[k]!;
+    tracked[k] = undefined as unknown as Disposable; // the list is reused: drop the reference
     if (tensor._h < 0) continue;
-    if (tensor._kept || keep.has(tensor)) adoptInto(current, tensor);
+    if (tensor._kept || (anyKept && keep.has(tensor))) adoptInto(current, tensor);
     else {
       doomed[count++] = tensor._h;
       tensor._h = -1;
     }
   }
-  tracked.length = 0;
+  scope.count = 0;
+  retireList(scope);
   // One native call frees the whole scope, reading the handles in place.
   if (count > 0) freeHandles(doomed, count);
 }

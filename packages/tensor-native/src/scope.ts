@@ -60,24 +60,9 @@ function net(tensor: Disposable): void {
   }
 }
 
-// A scope's tensors: a list reused from scope to scope (it keeps its capacity, so tracking a
-// tensor is a store, not an array growth), with its own count.
-const SPARE_LISTS = 64;
-const SPARE_LIST_MAX = 1 << 16;
-const spareLists: Disposable[][] = [];
-const NO_LIST: Disposable[] = [];
-
 class Scope {
-  tracked: Disposable[] = spareLists.pop() ?? [];
-  count = 0;
+  readonly tracked: Disposable[] = [];
   constructor(readonly name: string | undefined) {}
-}
-
-function retireList(scope: Scope): void {
-  const list = scope.tracked;
-  scope.tracked = NO_LIST;
-  if (list === NO_LIST || list.length > SPARE_LIST_MAX || spareLists.length >= SPARE_LISTS) return;
-  spareLists.push(list);
 }
 
 const stack: Scope[] = [];
@@ -86,8 +71,7 @@ let current: Scope | null = null;
 
 /** @internal Called for every tensor that is born. */
 export function track(tensor: Disposable): void {
-  const scope = current;
-  if (scope !== null) scope.tracked[scope.count++] = tensor;
+  if (current !== null) current.tracked.push(tensor);
   else net(tensor);
 }
 
@@ -99,7 +83,7 @@ export function release(tensor: Disposable): void {
 }
 
 function adoptInto(scope: Scope | null, tensor: Disposable): void {
-  if (scope !== null && !tensor._kept) scope.tracked[scope.count++] = tensor;
+  if (scope !== null && !tensor._kept) scope.tracked.push(tensor);
   else net(tensor);
 }
 
@@ -137,12 +121,9 @@ export function endScope(handle: ScopeHandle, survivors: Iterable<Disposable> = 
   const keep = survivors instanceof Set ? (survivors as Set<Disposable>) : new Set(survivors);
   const anyKept = keep.size > 0;
   const tracked = scope.tracked;
-  const trackedCount = scope.count;
-  if (doomed.length < trackedCount) doomed = new Float64Array(Math.max(trackedCount, doomed.length * 2));
+  if (doomed.length < tracked.length) doomed = new Float64Array(Math.max(tracked.length, doomed.length * 2));
   let count = 0;
-  for (let k = 0; k < trackedCount; k++) {
-    const tensor = tracked[k]!;
-    tracked[k] = undefined as unknown as Disposable; // the list is reused: drop the reference
+  for (const tensor of tracked) {
     if (tensor._h < 0) continue;
     if (tensor._kept || (anyKept && keep.has(tensor))) adoptInto(current, tensor);
     else {
@@ -150,8 +131,7 @@ export function endScope(handle: ScopeHandle, survivors: Iterable<Disposable> = 
       tensor._h = -1;
     }
   }
-  scope.count = 0;
-  retireList(scope);
+  tracked.length = 0;
   // One native call frees the whole scope, reading the handles in place.
   if (count > 0) freeHandles(doomed, count);
 }

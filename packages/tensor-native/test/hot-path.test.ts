@@ -1,7 +1,7 @@
-// The per-op fast paths: integer lists read in place by the addon, scope lists reused from
-// scope to scope, and tensors owned by the caller waiting in a nursery before the
-// garbage-collection safety net watches them. Each must give the same results and errors as
-// the plain paths.
+// The per-op fast paths: integer lists read in place by the addon, scopes that skip the
+// survivor lookup when there are none, and tensors owned by the caller waiting in a nursery
+// before the garbage-collection safety net watches them. Each must give the same results and
+// errors as the plain paths.
 import { caught } from '@flodl/testing';
 import { describe, expect, it } from 'vitest';
 import { arange, beginScope, endScope, keep, liveTensorCount, ones, Tensor, tidy } from '../src/index.js';
@@ -47,8 +47,8 @@ describe('integer lists', () => {
   });
 });
 
-describe('scope lists', () => {
-  it('reused lists free exactly their own scope and hand survivors to the enclosing one', () => {
+describe('scopes', () => {
+  it('many scopes in a row free exactly their own tensors and hand survivors to the enclosing one', () => {
     const before = liveTensorCount();
     const outer = beginScope('outer');
     const kept: Tensor[] = [];
@@ -66,7 +66,7 @@ describe('scope lists', () => {
     expect(kept.some((tensor) => tensor.isLive)).toBe(false);
   });
 
-  it('a kept tensor survives its scope after the list was reused', () => {
+  it('a kept tensor survives its scope between scopes that free everything', () => {
     const before = liveTensorCount();
     const scratch = () => {
       ones([3]);

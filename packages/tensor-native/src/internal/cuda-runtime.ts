@@ -1,8 +1,30 @@
 // The addon's CUDA runtime entries, typed: device count, synchronization, allocator statistics,
 // and the stream and event pools (streams and events are named by ids from the addon).
 
-import { native } from './binding.js';
 import type { Handle } from './binding-types.js';
+import { nativeOps } from './native-ops.js';
+
+const native = nativeOps(
+  'cudaDeviceCount',
+  'cudaSynchronize',
+  'cudaMemoryStats',
+  'cudaResetPeakMemoryStats',
+  'cudaEmptyCache',
+  'cudaDeviceName',
+  'streamCreate',
+  'streamCurrent',
+  'streamSynchronize',
+  'streamQuery',
+  'streamSetCurrent',
+  'recordStream',
+  'eventCreate',
+  'eventRecord',
+  'eventWait',
+  'eventSynchronize',
+  'eventQuery',
+  'eventElapsed',
+  'eventDestroy',
+);
 
 /** Allocator statistics of one CUDA device, in bytes. */
 export interface CudaMemoryStats {

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // CUDA checks of autograd and nn that need no test runner (run on a GPU machine after
 // packages/tensor-native/scripts/gpu-run.sh built the addon): training steps on CUDA match
-// the CPU, cuDNN recurrent layers, fused Adam/AdamW, float16 autocast with GradScaler.
+// the CPU, cuDNN recurrent layers, foreach SGD/Adam/AdamW, fused Adam/AdamW, float16 autocast
+// with GradScaler.
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { assert, check, finish } from '../../tensor-native/scripts/check-harness.mjs';
@@ -154,6 +155,52 @@ check('foreach Adam and AdamW (the CUDA default) match the per-parameter update'
       }
     }
   }),
+);
+
+check(
+  'foreach SGD, clipGradNorm_ and zeroGrad on CUDA (multi-tensor kernels) match the per-parameter ops',
+  () =>
+    tidy(() => {
+      for (const options of [
+        { lr: 0.1, momentum: 0.9, nesterov: true, weightDecay: 0.01 },
+        { lr: 0.05, momentum: 0.5, dampening: 0.2, maximize: true },
+      ]) {
+        const starts = [randn([64, 32], { device: 'cuda' }), randn([32], { device: 'cuda' })];
+        const multi = starts.map((start) => start.clone().requiresGrad_());
+        const single = starts.map((start) => start.clone().requiresGrad_());
+        const foreach = new nn.SGD(multi, options);
+        const plain = new nn.SGD(single, { ...options, foreach: false });
+        for (let step = 0; step < 20; step++) {
+          const gradients = starts.map((start) => randn(start.shape, { device: 'cuda' }));
+          for (const [weights, optimizer] of [
+            [multi, foreach],
+            [single, plain],
+          ]) {
+            for (const [k, weight] of weights.entries()) weight.setGrad(gradients[k].clone());
+            nn.clipGradNorm_(weights, 5);
+            optimizer.step();
+          }
+        }
+        for (const [k, weight] of multi.entries()) {
+          assert(
+            weight.allclose(single[k], { atol: 1e-6, rtol: 1e-5 }),
+            `SGD ${JSON.stringify(options)} differs`,
+          );
+        }
+        foreach.zeroGrad(false);
+        assert(
+          multi.every((weight) => weight.grad.abs().sum().item() === 0),
+          'zeroGrad(false) left a gradient non-zero',
+        );
+        foreach.zeroGrad();
+        assert(
+          multi.every((weight) => weight.grad === null),
+          'zeroGrad() left a gradient',
+        );
+        foreach.dispose();
+        plain.dispose();
+      }
+    }),
 );
 
 check('fused Adam and AdamW match the per-parameter update', () =>

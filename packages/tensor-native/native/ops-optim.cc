@@ -160,17 +160,39 @@ std::vector<at::Tensor> definedGrads(const std::vector<at::Tensor>& params) {
   return grads;
 }
 
-// foreachAdamExact(params[], grads[]?, expAvgs[], expAvgSqs[], maxExpAvgSqs[]?, stepSizes[],
-//                  biasCorrection2Sqrts[], lr, beta1, beta2, weightDecay, eps, amsgrad, maximize, decoupled)
-// One Adam/AdamW step over a whole group in one call, op for op as the per-parameter update
-// (PyTorch's _single_tensor_adam: the first moment by mul_ and add_, not lerp), so on the CPU
-// it is bit for bit that update; the arguments are foreachAdam's. Grads absent: the params'.
-FLODL_OP(foreachAdamExact) {
-  AdamGroup g = readAdamGroup(c, 7);
-  const size_t n = g.params.size();
-  const std::vector<at::Scalar> stepSizes = scalarList(c, 5, n);
-  const std::vector<at::Scalar> biasCorrection2Sqrts = scalarList(c, 6, n);
-  at::NoGradGuard noGrad;
+// True when every tensor is on the CPU: there libtorch's _foreach_* ops loop over the per-tensor
+// ops anyway, so the steps below run the whole update of one parameter before the next (its
+// tensors stay in cache) and launch the same kernels as the per-parameter update.
+bool allOnCpu(const std::vector<at::Tensor>& params, const std::vector<at::Tensor>& grads) {
+  for (const at::Tensor& t : params) if (!t.is_cpu()) return false;
+  for (const at::Tensor& t : grads) if (!t.is_cpu()) return false;
+  return true;
+}
+
+// Parameter k's Adam/AdamW update, op for op as AdamBase.stepParameter in @flodl/nn.
+void adamOne(AdamGroup& g, size_t k, const at::Scalar& stepSize, const at::Scalar& biasCorrection2Sqrt) {
+  at::Tensor& param = g.params[k];
+  at::Tensor direction = g.maximize ? g.grads[k].neg() : g.grads[k];
+  if (g.weightDecay != 0) {
+    if (g.decoupled) {
+      param.mul_(at::Scalar(1 - g.lr * g.weightDecay));
+    } else {
+      direction = direction.add(param, at::Scalar(g.weightDecay));
+    }
+  }
+  g.expAvgs[k].mul_(at::Scalar(g.beta1)).add_(direction, at::Scalar(1 - g.beta1));
+  g.expAvgSqs[k].mul_(at::Scalar(g.beta2)).addcmul_(direction, direction, at::Scalar(1 - g.beta2));
+  at::Tensor second = g.expAvgSqs[k];
+  if (g.amsgrad) {
+    g.maxExpAvgSqs[k].copy_(at::maximum(g.maxExpAvgSqs[k], g.expAvgSqs[k]));
+    second = g.maxExpAvgSqs[k];
+  }
+  const at::Tensor denominator = second.sqrt().div(biasCorrection2Sqrt).add_(at::Scalar(g.eps));
+  param.addcdiv_(g.expAvgs[k], denominator, stepSize);
+}
+
+// The same update over the whole group with multi-tensor ops, one op for every parameter at a time.
+void adamForeach(AdamGroup& g, at::ArrayRef<at::Scalar> stepSizes, at::ArrayRef<at::Scalar> biasCorrection2Sqrts) {
   std::vector<at::Tensor> directions = g.maximize ? at::_foreach_neg(g.grads) : g.grads;
   if (g.weightDecay != 0) {
     if (g.decoupled) {
@@ -186,10 +208,96 @@ FLODL_OP(foreachAdamExact) {
   directions.clear();
   if (g.amsgrad) at::_foreach_maximum_(g.maxExpAvgSqs, g.expAvgSqs);
   std::vector<at::Tensor> denominators = at::_foreach_sqrt(g.amsgrad ? g.maxExpAvgSqs : g.expAvgSqs);
-  at::_foreach_div_(denominators, at::ArrayRef<at::Scalar>(biasCorrection2Sqrts));
+  at::_foreach_div_(denominators, biasCorrection2Sqrts);
   at::_foreach_add_(denominators, at::Scalar(g.eps));
-  at::_foreach_addcdiv_(g.params, g.expAvgs, denominators, at::ArrayRef<at::Scalar>(stepSizes));
+  at::_foreach_addcdiv_(g.params, g.expAvgs, denominators, stepSizes);
+}
+
+// foreachAdamExact(params[], grads[]?, expAvgs[], expAvgSqs[], maxExpAvgSqs[]?, stepSizes[],
+//                  biasCorrection2Sqrts[], lr, beta1, beta2, weightDecay, eps, amsgrad, maximize, decoupled)
+// One Adam/AdamW step over a whole group in one call, op for op as the per-parameter update
+// (PyTorch's _single_tensor_adam: the first moment by mul_ and add_, not lerp), so on the CPU
+// it is bit for bit that update; the arguments are foreachAdam's. Grads absent: the params'.
+FLODL_OP(foreachAdamExact) {
+  AdamGroup g = readAdamGroup(c, 7);
+  const size_t n = g.params.size();
+  const std::vector<at::Scalar> stepSizes = scalarList(c, 5, n);
+  const std::vector<at::Scalar> biasCorrection2Sqrts = scalarList(c, 6, n);
+  at::NoGradGuard noGrad;
+  if (allOnCpu(g.params, g.grads)) {
+    for (size_t k = 0; k < n; ++k) adamOne(g, k, stepSizes[k], biasCorrection2Sqrts[k]);
+  } else {
+    adamForeach(g, stepSizes, biasCorrection2Sqrts);
+  }
   return c.undefined();
+}
+
+// What an SGD step takes: the group's lists, its momentum buffers (undefined where a parameter
+// has none yet) and its settings.
+struct SgdGroup {
+  std::vector<at::Tensor> params, grads, buffers;
+  double lr, momentum, dampening, weightDecay;
+  bool nesterov, maximize;
+};
+
+// Parameter k's SGD update, op for op as SGD.stepParameter in @flodl/nn; a missing momentum
+// buffer starts as a clone of the direction.
+void sgdOne(SgdGroup& g, size_t k) {
+  at::Tensor direction = g.maximize ? g.grads[k].neg() : g.grads[k];
+  if (g.weightDecay != 0) direction = direction.add(g.params[k], at::Scalar(g.weightDecay));
+  if (g.momentum != 0) {
+    at::Tensor& buffer = g.buffers[k];
+    if (!buffer.defined()) {
+      buffer = direction.clone();
+    } else {
+      buffer.mul_(at::Scalar(g.momentum)).add_(direction, at::Scalar(1 - g.dampening));
+    }
+    direction = g.nesterov ? direction.add(buffer, at::Scalar(g.momentum)) : buffer;
+  }
+  g.params[k].add_(direction, at::Scalar(-g.lr));
+}
+
+// The same update over the whole group with multi-tensor ops.
+void sgdForeach(SgdGroup& g) {
+  std::vector<at::Tensor> directions = g.maximize ? at::_foreach_neg(g.grads) : g.grads;
+  if (g.weightDecay != 0) directions = at::_foreach_add(directions, g.params, at::Scalar(g.weightDecay));
+  if (g.momentum == 0) {
+    at::_foreach_add_(g.params, directions, at::Scalar(-g.lr));
+    return;
+  }
+  std::vector<at::Tensor> running, runningDirections;
+  for (size_t k = 0; k < g.params.size(); ++k) {
+    if (g.buffers[k].defined()) {
+      running.push_back(g.buffers[k]);
+      runningDirections.push_back(directions[k]);
+    } else {
+      g.buffers[k] = directions[k].clone();
+    }
+  }
+  if (!running.empty()) {
+    at::_foreach_mul_(running, at::Scalar(g.momentum));
+    at::_foreach_add_(running, runningDirections, at::Scalar(1 - g.dampening));
+  }
+  if (g.nesterov) directions = at::_foreach_add(directions, g.buffers, at::Scalar(g.momentum));
+  at::_foreach_add_(g.params, g.nesterov ? directions : g.buffers, at::Scalar(-g.lr));
+}
+
+// Argument i as one momentum buffer (or null) per parameter: undefined tensors where null.
+std::vector<at::Tensor> momentumBuffers(Call& c, size_t i, size_t n) {
+  if (!c.info[i].IsArray() || c.info[i].As<Napi::Array>().Length() != n) {
+    c.invalid(i, "one momentum buffer (or null) per parameter");
+  }
+  const Napi::Array list = c.info[i].As<Napi::Array>();
+  std::vector<at::Tensor> buffers(n);
+  for (uint32_t k = 0; k < n; ++k) {
+    const Napi::Value entry = list.Get(k);
+    if (entry.IsNull() || entry.IsUndefined()) continue;
+    if (!entry.IsNumber()) c.invalid(i, "an array of Tensors or nulls");
+    at::Tensor* found = c.state.tensors().find(entry.As<Napi::Number>().DoubleValue());
+    if (found == nullptr) c.state.fail("ERR_DISPOSED", c.op, "momentum buffer " + std::to_string(k) + " was disposed");
+    buffers[k] = *found;
+  }
+  return buffers;
 }
 
 // foreachSgd(params[], grads[]?, momentumBuffers[]?, lr, momentum, dampening, weightDecay,
@@ -199,64 +307,27 @@ FLODL_OP(foreachAdamExact) {
 // the parameter has none yet: that buffer starts as a clone of the direction and comes back in
 // the result at its index (null elsewhere). Grads absent: the params'.
 FLODL_OP(foreachSgd) {
-  const std::vector<at::Tensor> params = c.tensors(0);
+  std::vector<at::Tensor> params = c.tensors(0);
   const size_t n = params.size();
   if (n == 0) c.invalid(0, "at least one parameter");
-  const std::vector<at::Tensor> grads = groupGrads(c, 1, params);
-  const double lr = c.number(3);
-  const double momentum = c.number(4);
-  const double dampening = c.number(5);
-  const double weightDecay = c.number(6);
-  const bool nesterov = c.flag(7);
-  const bool maximize = c.flag(8);
-  std::vector<at::Tensor> buffers(n);
-  if (momentum != 0) {
-    if (!c.info[2].IsArray() || c.info[2].As<Napi::Array>().Length() != n) {
-      c.invalid(2, "one momentum buffer (or null) per parameter");
-    }
-    const Napi::Array list = c.info[2].As<Napi::Array>();
-    for (uint32_t k = 0; k < n; ++k) {
-      const Napi::Value entry = list.Get(k);
-      if (entry.IsNull() || entry.IsUndefined()) continue;
-      if (!entry.IsNumber()) c.invalid(2, "an array of Tensors or nulls");
-      at::Tensor* found = c.state.tensors().find(entry.As<Napi::Number>().DoubleValue());
-      if (found == nullptr) c.state.fail("ERR_DISPOSED", c.op, "momentum buffer " + std::to_string(k) + " was disposed");
-      buffers[k] = *found;
-    }
-  }
-  at::NoGradGuard noGrad;
-  std::vector<at::Tensor> directions = maximize ? at::_foreach_neg(grads) : grads;
-  if (weightDecay != 0) directions = at::_foreach_add(directions, params, at::Scalar(weightDecay));
-  if (momentum == 0) {
-    at::_foreach_add_(params, directions, at::Scalar(-lr));
-    return c.undefined();
-  }
-  std::vector<bool> fresh(n, false);
-  std::vector<at::Tensor> running, runningDirections;
-  for (size_t k = 0; k < n; ++k) {
-    if (buffers[k].defined()) {
-      running.push_back(buffers[k]);
-      runningDirections.push_back(directions[k]);
+  std::vector<at::Tensor> grads = groupGrads(c, 1, params);
+  SgdGroup g{std::move(params), std::move(grads), {}, c.number(3), c.number(4), c.number(5), c.number(6),
+             c.flag(7), c.flag(8)};
+  g.buffers = g.momentum != 0 ? momentumBuffers(c, 2, n) : std::vector<at::Tensor>(n);
+  std::vector<bool> fresh(n);
+  for (size_t k = 0; k < n; ++k) fresh[k] = g.momentum != 0 && !g.buffers[k].defined();
+  {
+    at::NoGradGuard noGrad;
+    if (allOnCpu(g.params, g.grads)) {
+      for (size_t k = 0; k < n; ++k) sgdOne(g, k);
     } else {
-      buffers[k] = directions[k].clone();
-      fresh[k] = true;
+      sgdForeach(g);
     }
   }
-  if (!running.empty()) {
-    at::_foreach_mul_(running, at::Scalar(momentum));
-    at::_foreach_add_(running, runningDirections, at::Scalar(1 - dampening));
-  }
-  running.clear();
-  runningDirections.clear();
-  if (nesterov) {
-    directions = at::_foreach_add(directions, buffers, at::Scalar(momentum));
-    at::_foreach_add_(params, directions, at::Scalar(-lr));
-  } else {
-    at::_foreach_add_(params, buffers, at::Scalar(-lr));
-  }
+  if (g.momentum == 0) return c.undefined();
   Napi::Array out = Napi::Array::New(c.env, n);
   for (size_t k = 0; k < n; ++k) {
-    out.Set(static_cast<uint32_t>(k), fresh[k] ? c.state.adopt(buffers[k]) : c.env.Null());
+    out.Set(static_cast<uint32_t>(k), fresh[k] ? c.state.adopt(g.buffers[k]) : c.env.Null());
   }
   return out;
 }

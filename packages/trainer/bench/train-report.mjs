@@ -47,8 +47,9 @@ function resultsTable(summary, withMode) {
 
 /**
  * Per model, with both the single and the foreach mode measured: what foreach gains on each
- * side, and flodl's foreach step against PyTorch's single-tensor (its CPU default) and foreach
- * ones. Null when the run lacks one of the two modes.
+ * side (in samples/s, and in the time of the optimizer's step alone: single / foreach, so
+ * higher is better there too), and flodl's foreach step against PyTorch's single-tensor (its
+ * CPU default) and foreach ones. Null when the run lacks one of the two modes.
  */
 function foreachTable(summary) {
   const rows = [
@@ -56,6 +57,8 @@ function foreachTable(summary) {
       'model',
       'flodl foreach / single',
       'PyTorch foreach / single',
+      'flodl update single / foreach',
+      'PyTorch update single / foreach',
       'flodl foreach / PyTorch single',
       'flodl foreach / PyTorch foreach',
     ],
@@ -65,15 +68,18 @@ function foreachTable(summary) {
     const foreach = summary.find((row) => row.name === name && row.adam === 'foreach');
     if (single === undefined || foreach === undefined) continue;
     const ratio = (a, b) => (a.samplesPerSecond / b.samplesPerSecond).toFixed(2);
+    const update = (a, b) => (a.updateSeconds / b.updateSeconds).toFixed(2);
     rows.push([
       name,
       ratio(foreach.flodl, single.flodl),
       ratio(foreach.pytorch, single.pytorch),
+      update(single.flodl, foreach.flodl),
+      update(single.pytorch, foreach.pytorch),
       ratio(foreach.flodl, single.pytorch),
       ratio(foreach.flodl, foreach.pytorch),
     ]);
   }
-  return rows.length === 1 ? null : markdownTable(rows, [false, true, true, true, true]);
+  return rows.length === 1 ? null : markdownTable(rows, [false, true, true, true, true, true, true]);
 }
 
 /** Prints the results as markdown tables (ready for docs/benchmarks.md) and the setup line. */

@@ -19,10 +19,11 @@ export interface SGDOptions {
   /** Maximize the objective instead of minimizing it. Default false. */
   maximize?: boolean;
   /**
-   * Update a group in one native call with libtorch's multi-tensor (foreach) ops instead of
+   * Update a group in one native call (on CUDA with libtorch's multi-tensor kernels) instead of
    * several calls per parameter; the result is the per-parameter update's, bit for bit on the
-   * CPU. `null` (the default, PyTorch's `foreach=None`) uses them on every device (see
-   * `FOREACH_BY_DEFAULT`); `false` keeps the per-parameter ops; `true` asks for them.
+   * CPU. `null` (the default, PyTorch's `foreach=None`) takes it on every device (PyTorch keeps
+   * the per-parameter update on the CPU; here one call per group is faster there too);
+   * `false` keeps the per-parameter ops; `true` asks for it.
    */
   foreach?: boolean | null;
 }

@@ -120,6 +120,31 @@ check('cuDNN RNN weights live in one flat buffer through to(), loadStateDict and
   }),
 );
 
+/**
+ * Two copies of two CUDA weights, stepped 20 times with the same random gradients: `multi` by
+ * `make(multi, {})` (the default, foreach), `single` by `make(single, { foreach: false })`;
+ * `beforeStep(weights)` runs on each copy before each step.
+ */
+function stepTwins(make, beforeStep = () => {}) {
+  const starts = [randn([64, 32], { device: 'cuda' }), randn([32], { device: 'cuda' })];
+  const multi = starts.map((start) => start.clone().requiresGrad_());
+  const single = starts.map((start) => start.clone().requiresGrad_());
+  const foreach = make(multi, {});
+  const plain = make(single, { foreach: false });
+  for (let step = 0; step < 20; step++) {
+    const gradients = starts.map((start) => randn(start.shape, { device: 'cuda' }));
+    for (const [weights, optimizer] of [
+      [multi, foreach],
+      [single, plain],
+    ]) {
+      for (const [k, weight] of weights.entries()) weight.setGrad(gradients[k].clone());
+      beforeStep(weights);
+      optimizer.step();
+    }
+  }
+  return { multi, single, foreach, plain };
+}
+
 check('foreach Adam and AdamW (the CUDA default) match the per-parameter update', () =>
   tidy(() => {
     assert(flodl.aten.has('foreachAdam'), 'no foreach kernels in this build');
@@ -128,22 +153,10 @@ check('foreach Adam and AdamW (the CUDA default) match the per-parameter update'
         [false, false],
         [true, true],
       ]) {
-        const starts = [randn([64, 32], { device: 'cuda' }), randn([32], { device: 'cuda' })];
-        const multi = starts.map((start) => start.clone().requiresGrad_());
-        const single = starts.map((start) => start.clone().requiresGrad_());
         const options = { lr: 1e-2, weightDecay: 0.1, amsgrad, maximize };
-        const foreach = new Kind(multi, options);
-        const plain = new Kind(single, { ...options, foreach: false });
-        for (let step = 0; step < 20; step++) {
-          const gradients = starts.map((start) => randn(start.shape, { device: 'cuda' }));
-          for (const [weights, optimizer] of [
-            [multi, foreach],
-            [single, plain],
-          ]) {
-            for (const [k, weight] of weights.entries()) weight.setGrad(gradients[k].clone());
-            optimizer.step();
-          }
-        }
+        const { multi, single, foreach, plain } = stepTwins(
+          (weights, extra) => new Kind(weights, { ...options, ...extra }),
+        );
         for (const [k, weight] of multi.entries()) {
           assert(
             weight.allclose(single[k], { atol: 1e-6, rtol: 1e-5 }),
@@ -165,22 +178,10 @@ check(
         { lr: 0.1, momentum: 0.9, nesterov: true, weightDecay: 0.01 },
         { lr: 0.05, momentum: 0.5, dampening: 0.2, maximize: true },
       ]) {
-        const starts = [randn([64, 32], { device: 'cuda' }), randn([32], { device: 'cuda' })];
-        const multi = starts.map((start) => start.clone().requiresGrad_());
-        const single = starts.map((start) => start.clone().requiresGrad_());
-        const foreach = new nn.SGD(multi, options);
-        const plain = new nn.SGD(single, { ...options, foreach: false });
-        for (let step = 0; step < 20; step++) {
-          const gradients = starts.map((start) => randn(start.shape, { device: 'cuda' }));
-          for (const [weights, optimizer] of [
-            [multi, foreach],
-            [single, plain],
-          ]) {
-            for (const [k, weight] of weights.entries()) weight.setGrad(gradients[k].clone());
-            nn.clipGradNorm_(weights, 5);
-            optimizer.step();
-          }
-        }
+        const { multi, single, foreach, plain } = stepTwins(
+          (weights, extra) => new nn.SGD(weights, { ...options, ...extra }),
+          (weights) => nn.clipGradNorm_(weights, 5),
+        );
         for (const [k, weight] of multi.entries()) {
           assert(
             weight.allclose(single[k], { atol: 1e-6, rtol: 1e-5 }),

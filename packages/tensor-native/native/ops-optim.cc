@@ -76,6 +76,20 @@ AdamGroup readAdamGroup(Call& c, size_t first) {
   return g;
 }
 
+// The multi-tensor steps' first ops: the gradients (negated with maximize) with the L2 penalty
+// added, or the parameters shrunk by the decoupled one (AdamW).
+std::vector<at::Tensor> decayedDirections(AdamGroup& g) {
+  std::vector<at::Tensor> directions = g.maximize ? at::_foreach_neg(g.grads) : g.grads;
+  if (g.weightDecay != 0) {
+    if (g.decoupled) {
+      at::_foreach_mul_(g.params, at::Scalar(1 - g.lr * g.weightDecay));
+    } else {
+      directions = at::_foreach_add(directions, g.params, at::Scalar(g.weightDecay));
+    }
+  }
+  return directions;
+}
+
 // Argument i as a list of numbers, each turned into a Scalar (per-tensor step sizes).
 std::vector<at::Scalar> scalarList(Call& c, size_t i, size_t expected) {
   if (!c.info[i].IsArray()) c.invalid(i, "an array of numbers");
@@ -124,14 +138,7 @@ FLODL_OP(foreachAdam) {
   const std::vector<at::Scalar> stepSizes = scalarList(c, 5, g.params.size());
   const std::vector<at::Scalar> biasCorrection2Sqrts = scalarList(c, 6, g.params.size());
   at::NoGradGuard noGrad;
-  std::vector<at::Tensor> directions = g.maximize ? at::_foreach_neg(g.grads) : g.grads;
-  if (g.weightDecay != 0) {
-    if (g.decoupled) {
-      at::_foreach_mul_(g.params, at::Scalar(1 - g.lr * g.weightDecay));
-    } else {
-      directions = at::_foreach_add(directions, g.params, at::Scalar(g.weightDecay));
-    }
-  }
+  std::vector<at::Tensor> directions = decayedDirections(g);
   at::_foreach_lerp_(g.expAvgs, directions, at::Scalar(1 - g.beta1));
   at::_foreach_mul_(g.expAvgSqs, at::Scalar(g.beta2));
   at::_foreach_addcmul_(g.expAvgSqs, directions, directions, at::Scalar(1 - g.beta2));
@@ -193,14 +200,7 @@ void adamOne(AdamGroup& g, size_t k, const at::Scalar& stepSize, const at::Scala
 
 // The same update over the whole group with multi-tensor ops, one op for every parameter at a time.
 void adamForeach(AdamGroup& g, at::ArrayRef<at::Scalar> stepSizes, at::ArrayRef<at::Scalar> biasCorrection2Sqrts) {
-  std::vector<at::Tensor> directions = g.maximize ? at::_foreach_neg(g.grads) : g.grads;
-  if (g.weightDecay != 0) {
-    if (g.decoupled) {
-      at::_foreach_mul_(g.params, at::Scalar(1 - g.lr * g.weightDecay));
-    } else {
-      directions = at::_foreach_add(directions, g.params, at::Scalar(g.weightDecay));
-    }
-  }
+  std::vector<at::Tensor> directions = decayedDirections(g);
   at::_foreach_mul_(g.expAvgs, at::Scalar(g.beta1));
   at::_foreach_add_(g.expAvgs, directions, at::Scalar(1 - g.beta1));
   at::_foreach_mul_(g.expAvgSqs, at::Scalar(g.beta2));

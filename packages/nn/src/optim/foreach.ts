@@ -6,9 +6,10 @@ import { checkBoolean } from './options.js';
 /**
  * What `foreach: null` (auto) chooses: the multi-tensor update, on every device. PyTorch keeps
  * the per-tensor update on the CPU, where its multi-tensor ops save it nothing; here each
- * per-tensor op is a call from JavaScript into the addon, and one call per group instead of
- * several per parameter made the step of every `pnpm bench:foreach` model faster on the CPU
- * (docs/benchmarks.md), and never slower beyond the noise.
+ * per-tensor op is a call from JavaScript into the addon, while the CPU multi-tensor step runs
+ * the same kernels in the same order from one call per group. `pnpm bench:foreach`
+ * (docs/benchmarks.md) measured it ahead on the small dispatch-bound model in every run and
+ * within the noise on the large, kernel-bound ones.
  */
 export const FOREACH_BY_DEFAULT = true;
 

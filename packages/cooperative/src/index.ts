@@ -323,6 +323,7 @@ export {
   GradScaler,
   type GradScalerOptions,
   type GradScalerState,
+  type GroupItem,
   GroupNorm,
   Hardsigmoid,
   Hardswish,

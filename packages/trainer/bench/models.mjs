@@ -59,6 +59,24 @@ class TransformerClassifier extends Module {
 /** @type {ModelSpec[]} */
 export const MODELS = [
   {
+    name: 'mlp64',
+    description: 'MLP 64-64-64-64-10, ReLU (small and dispatch-bound)',
+    batch: 32,
+    inputShape: [64],
+    classes: 10,
+    defaults: { cpu: { steps: 2000, warmup: 100 }, cuda: { steps: 2000, warmup: 100 } },
+    build: () =>
+      new Sequential(
+        new Linear(64, 64),
+        new ReLU(),
+        new Linear(64, 64),
+        new ReLU(),
+        new Linear(64, 64),
+        new ReLU(),
+        new Linear(64, 10),
+      ),
+  },
+  {
     name: 'mlp',
     description: 'MLP 784-1024-1024-10, ReLU',
     batch: 256,

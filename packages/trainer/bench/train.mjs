@@ -14,7 +14,7 @@ import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { crossEntropy } from '@flodl/autograd';
-import { Adam } from '@flodl/nn';
+import { Adam, CapturedStep } from '@flodl/nn';
 import {
   buildInfo,
   cuda,
@@ -41,6 +41,8 @@ const USAGE = `usage: pnpm bench:train [-- options]   (or: node packages/trainer
                                take the foreach multi-tensor step);
                              single: the single-tensor update on both sides;
                              fused: libtorch's fused CUDA kernel on both sides (cuda only)
+  --cuda-graph               also train each model with its whole step captured into a CUDA
+                               graph (CapturedStep, fused Adam), against PyTorch eager (cuda only)
   --python PATH              the PyTorch interpreter; default $PYTHON, python3, then /usr/bin/python3
   --json FILE                also write the results as JSON`;
 
@@ -76,6 +78,7 @@ function readOptions() {
         rounds: { type: 'string' },
         threads: { type: 'string' },
         adam: { type: 'string', default: 'defaults' },
+        'cuda-graph': { type: 'boolean', default: false },
         python: { type: 'string' },
         json: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
@@ -97,6 +100,7 @@ function readOptions() {
     fail(`--adam must be single, fused or defaults, got ${args.adam}`);
   }
   if (args.adam === 'fused' && device !== 'cuda') fail('--adam fused needs --device cuda');
+  if (args['cuda-graph'] && device !== 'cuda') fail('--cuda-graph needs --device cuda');
   const names = args.model === 'all' ? MODELS.map((spec) => spec.name) : args.model.split(',');
   const models = names.map((name) => {
     const spec = MODELS.find((candidate) => candidate.name === name);
@@ -114,6 +118,7 @@ function readOptions() {
     rounds: countOption(args, 'rounds', device === 'cuda' ? 3 : 1),
     threads: countOption(args, 'threads', availableParallelism()),
     adam: /** @type {'single' | 'fused' | 'defaults'} */ (args.adam),
+    cudaGraph: args['cuda-graph'],
     python: args.python,
     json: args.json,
   };
@@ -170,6 +175,45 @@ function trainFlodl(spec, counts, device, adam) {
   if (liveAtEnd !== liveAtStart || liveTensorCount() !== liveBefore) {
     fail(
       `${spec.name}: live tensors moved (${liveAtStart} → ${liveAtEnd} over the timed steps, ` +
+        `${liveBefore} → ${liveTensorCount()} over the run)`,
+    );
+  }
+  return { samplesPerSecond: (counts.steps * spec.batch) / seconds, seconds, finalLoss };
+}
+
+/**
+ * As trainFlodl, with the whole step (forward, loss, backward, fused Adam) captured into a CUDA
+ * graph by CapturedStep: the untimed steps include its warm-up and its capture.
+ * @param {import('./models.mjs').ModelSpec} spec
+ * @param {{ steps: number, warmup: number }} counts
+ * @returns {RunResult}
+ */
+function trainFlodlGraph(spec, counts) {
+  const liveBefore = liveTensorCount();
+  manualSeed(0);
+  const model = spec.build().to('cuda');
+  const inputs = randn([spec.batch, ...spec.inputShape], { device: 'cuda' });
+  const labels = randint(0, spec.classes, [spec.batch], { device: 'cuda' });
+  const optimizer = new Adam(model.parameters(), { lr: 1e-3, fused: true });
+  const step = new CapturedStep(optimizer, ([x, y]) => crossEntropy(model.forward(x), y), { warmup: 3 });
+  const batch = [inputs, labels];
+  for (let index = 0; index < Math.max(counts.warmup, 5); index++) step.run(batch);
+  cuda.synchronize();
+  const liveAtStart = liveTensorCount();
+  const started = performance.now();
+  for (let index = 0; index < counts.steps; index++) step.run(batch);
+  cuda.synchronize();
+  const seconds = (performance.now() - started) / 1000;
+  const finalLoss = step.run(batch).item();
+  const liveAtEnd = liveTensorCount();
+  step.dispose();
+  optimizer.dispose();
+  model.dispose();
+  inputs.dispose();
+  labels.dispose();
+  if (liveAtEnd !== liveAtStart || liveTensorCount() !== liveBefore) {
+    fail(
+      `${spec.name} (CUDA graph): live tensors moved (${liveAtStart} → ${liveAtEnd} over the timed steps, ` +
         `${liveBefore} → ${liveTensorCount()} over the run)`,
     );
   }
@@ -235,6 +279,7 @@ function printReport(summary, setup) {
       'PyTorch samples/s',
       'flodl / PyTorch',
       'last loss flodl / PyTorch',
+      ...(setup.cudaGraph ? ['flodl graph samples/s', 'graph / PyTorch'] : []),
     ],
   ];
   for (const row of summary) {
@@ -246,10 +291,11 @@ function printReport(summary, setup) {
       formatRate(row.pytorch.samplesPerSecond),
       row.ratio.toFixed(2),
       `${row.flodl.finalLoss.toPrecision(4)} / ${row.pytorch.finalLoss.toPrecision(4)}`,
+      ...(setup.cudaGraph ? [formatRate(row.graph.samplesPerSecond), row.graphRatio.toFixed(2)] : []),
     ]);
   }
   console.log('');
-  console.log(markdownTable(rows, [false, true, true, true, true, true, true]));
+  console.log(markdownTable(rows, [false, true, true, true, true, true, true, true, true]));
   const { torch } = setup;
   const cudaPart =
     setup.device === 'cuda'
@@ -291,6 +337,7 @@ async function main() {
     threads: getNumThreads(),
     rounds: options.rounds,
     adam: options.adam,
+    cudaGraph: options.cudaGraph,
     node: process.version,
     libtorch: libtorch.torchVersion,
     torch: worker.info,
@@ -301,8 +348,8 @@ async function main() {
       `PyTorch ${worker.info.torch} from ${worker.info.python}`,
   );
 
-  /** @type {Map<string, { flodl: RunResult[], pytorch: RunResult[] }>} */
-  const results = new Map(plan.map(({ spec }) => [spec.name, { flodl: [], pytorch: [] }]));
+  /** @type {Map<string, { flodl: RunResult[], pytorch: RunResult[], graph: RunResult[] }>} */
+  const results = new Map(plan.map(({ spec }) => [spec.name, { flodl: [], pytorch: [], graph: [] }]));
   for (let round = 0; round < options.rounds; round++) {
     for (const { spec, counts } of plan) {
       const trainTheirs = async () => {
@@ -332,9 +379,12 @@ async function main() {
       }
       results.get(spec.name).flodl.push(ours);
       results.get(spec.name).pytorch.push(theirs);
+      const graphed = options.cudaGraph ? trainFlodlGraph(spec, counts) : null;
+      if (graphed !== null) results.get(spec.name).graph.push(graphed);
       console.log(
         `  round ${round + 1} ${spec.name}: flodl ${formatRate(ours.samplesPerSecond)} samples/s, ` +
-          `PyTorch ${formatRate(theirs.samplesPerSecond)} samples/s`,
+          `PyTorch ${formatRate(theirs.samplesPerSecond)} samples/s` +
+          (graphed === null ? '' : `, flodl CUDA graph ${formatRate(graphed.samplesPerSecond)} samples/s`),
       );
     }
   }
@@ -343,9 +393,10 @@ async function main() {
   if (liveAfter !== liveBefore) fail(`live tensors: ${liveBefore} before, ${liveAfter} after`);
 
   const summary = plan.map(({ spec, counts }) => {
-    const { flodl, pytorch } = results.get(spec.name);
+    const { flodl, pytorch, graph } = results.get(spec.name);
     const ours = best(flodl);
     const theirs = best(pytorch);
+    const graphed = graph.length > 0 ? best(graph) : null;
     return {
       name: spec.name,
       description: spec.description,
@@ -354,6 +405,16 @@ async function main() {
       flodl: { samplesPerSecond: ours.samplesPerSecond, finalLoss: ours.finalLoss, rounds: flodl },
       pytorch: { samplesPerSecond: theirs.samplesPerSecond, finalLoss: theirs.finalLoss, rounds: pytorch },
       ratio: ours.samplesPerSecond / theirs.samplesPerSecond,
+      ...(graphed === null
+        ? {}
+        : {
+            graph: {
+              samplesPerSecond: graphed.samplesPerSecond,
+              finalLoss: graphed.finalLoss,
+              rounds: graph,
+            },
+            graphRatio: graphed.samplesPerSecond / theirs.samplesPerSecond,
+          }),
     };
   });
   printReport(summary, setup);

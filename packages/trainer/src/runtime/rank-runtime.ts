@@ -11,14 +11,14 @@ import type {
   IntentKind,
 } from '@flodl/distributed';
 import type { Metrics } from '@flodl/distributed/wire';
-import { clipGradNorm, type LRScheduler, type Optimizer } from '@flodl/nn';
+import { CapturedStep, clipGradNorm, type LRScheduler, type Optimizer } from '@flodl/nn';
 import { type Device, FlodlError, type Tensor, tidy } from '@flodl/tensor-native';
 import type { BundleReason, CheckpointMeta, DataCursor } from '../checkpoint/meta.js';
 import { periodicStem, prunePeriodic } from '../checkpoint/paths.js';
 import type { CheckpointBundle } from '../checkpoint/read.js';
 import { restoreBundle } from '../checkpoint/read.js';
 import { type BundleSource, writeBundle } from '../checkpoint/write.js';
-import type { Batch } from '../data/batch.js';
+import { Batch } from '../data/batch.js';
 import { DataLoader } from '../data/loader/data-loader.js';
 import { epochPermutation } from '../data/random.js';
 import { CursorTracker } from './data-cursor.js';
@@ -69,6 +69,8 @@ export interface RankRuntimeOptions<M extends AnyModule = AnyModule> {
   prefetch?: number;
   /** Loader resident mode. Default `'auto'`. */
   resident?: boolean | 'auto';
+  /** Capture the step (forward to update) into a CUDA graph and replay it per batch. Default off. */
+  cudaGraph?: boolean;
   callbacks?: RuntimeCallbacks<M>;
   /** Hears every step after it is booked (a progress display, a metrics log). Default none. */
   onStep?: (step: RuntimeStep) => void;
@@ -156,6 +158,9 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   #throttledAt = 0;
   #roundsHeld = 0;
   #disposed = false;
+  /** The captured step of `cudaGraph`, made at the first step. */
+  #captured: CapturedStep | null = null;
+  #where = { epoch: 0, batch: 0 };
   readonly #cursor: CursorTracker;
   #bundleRequested = false;
 
@@ -277,22 +282,56 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   /** Clip → LR → optimizer step → zeroGrad → counters. Gradients must be populated. */
   optimizerStepAndBookkeep(): void {
     this.#checkLive('optimizerStepAndBookkeep');
-    const { maxGradNorm, scheduler } = this.#options;
+    const { maxGradNorm } = this.#options;
     if (maxGradNorm !== undefined) {
       const withGrad = this.#parameters.filter((parameter) => parameter.grad !== undefined);
       if (withGrad.length > 0) clipGradNorm(withGrad, maxGradNorm);
     }
-    if (scheduler !== undefined) {
-      const lrs = scheduler.lrAt(this.globalStep + this.stepsSinceAvg);
-      const scale = this.#options.lrScale ?? 1;
-      lrs.forEach((lr, group) => {
-        this.optimizer.setGroupLr(group, lr * scale);
-      });
-    }
+    this.#applySchedule();
     this.optimizer.step();
     this.optimizer.zeroGrad();
+    this.#countStep();
+  }
+
+  /** The learning rate of this step from the schedule (× lrScale), when there is one. */
+  #applySchedule(): void {
+    const { scheduler } = this.#options;
+    if (scheduler === undefined) return;
+    const lrs = scheduler.lrAt(this.globalStep + this.stepsSinceAvg);
+    const scale = this.#options.lrScale ?? 1;
+    lrs.forEach((lr, group) => {
+      this.optimizer.setGroupLr(group, lr * scale);
+    });
+  }
+
+  #countStep(): void {
     this.localStep += 1;
     if (!this.session) this.#stepsSinceAvg += 1;
+  }
+
+  /** The step of `cudaGraph`: the schedule's LR, then forward to update replayed from a graph. */
+  #capturedStep(trainStep: TrainStep<M>, batch: Batch, where: { epoch: number; batch: number }): number {
+    this.#where = where;
+    this.#captured ??= new CapturedStep(
+      this.optimizer,
+      (tensors) => {
+        let output: unknown;
+        try {
+          output = trainStep(this.model, new Batch(tensors, batch.names));
+        } catch (error) {
+          throw whereTrainStepThrew(error, this.#where);
+        }
+        return checkLoss(output);
+      },
+      {
+        otherShapes: 'eager',
+        ...(this.#options.maxGradNorm === undefined ? {} : { maxGradNorm: this.#options.maxGradNorm }),
+      },
+    );
+    this.#applySchedule();
+    const loss = this.#captured.run([...batch]).item() as number;
+    this.#countStep();
+    return loss;
   }
 
   /** Books the step, reports its timing and follows the coordinator (a reduce can run here). */
@@ -378,6 +417,10 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
     where: { epoch: number; batch: number },
   ): [number, number] {
     const started = performance.now();
+    if (this.#options.cudaGraph) {
+      const loss = tidy(() => this.#capturedStep(trainStep, batch, where));
+      return [loss, performance.now() - started];
+    }
     const loss = tidy(() => {
       let output: unknown;
       try {
@@ -732,6 +775,8 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   /** Frees the loader (and what it prepared ahead). Idempotent. */
   dispose(): void {
     if (this.#disposed) return;
+    this.#captured?.dispose();
+    this.#captured = null;
     this.#closeIterator();
     this.#loader.dispose();
     this.#disposed = true;

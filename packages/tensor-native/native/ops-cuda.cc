@@ -3,6 +3,7 @@
 // CUDA graphs: capture and replay. A CPU-only build registers the same entries; they refuse
 // with ERR_DEVICE.
 #include <ATen/ATen.h>
+#include <torch/version.h>
 
 #include <vector>
 
@@ -145,14 +146,20 @@ FLODL_OP(graphCreate) {
 FLODL_OP(graphCaptureBegin) {
   auto& graph = graphAt(c, 0);
   const int64_t poolOf = c.integer(1);
-  at::cuda::MempoolId_t pool{0, 0};
+  // The pool id's type moved between releases; the graph's own accessor names it.
+  decltype(graph.pool()) pool{0, 0};
   if (poolOf >= 0) pool = graphAt(c, 1).pool();
   const int64_t mode = c.integer(2);
   if (mode < 0 || mode > 2) c.invalid(2, "a capture mode in [0, 2]");
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
   const auto captureMode = mode == 0   ? cudaStreamCaptureModeGlobal
                            : mode == 1 ? cudaStreamCaptureModeThreadLocal
                                        : cudaStreamCaptureModeRelaxed;
   graph.capture_begin(pool, captureMode);
+#else
+  if (mode != 0) c.state.fail("ERR_CUDA_GRAPH", c.op, "this libtorch captures in the global error mode only");
+  graph.capture_begin(pool);
+#endif
   return c.undefined();
 }
 

@@ -2,7 +2,7 @@
 // are recorded once into a graph and replayed with one launch, on the same memory.
 
 import { shareClassIdentity } from './class-identity.js';
-import { CudaEvent, CudaStream } from './cuda-streams.js';
+import { CudaEvent, CudaStream, deviceIndex } from './cuda-streams.js';
 import { FlodlError, invalidArgument } from './errors.js';
 import { cudaDeviceCount, graphs, streams } from './internal/cuda-runtime.js';
 
@@ -22,26 +22,6 @@ export interface CudaGraphCaptureOptions {
   stream?: CudaStream;
   /** Default `'global'`. */
   captureErrorMode?: CaptureErrorMode;
-}
-
-function cudaDevice(op: string, device: number | undefined): number {
-  const count = cudaDeviceCount();
-  if (count === 0) {
-    throw new FlodlError('ERR_DEVICE', 'CUDA graphs need a CUDA device', {
-      op,
-      expected: 'a CUDA build of libtorch and a visible GPU',
-      got: 'none (check cuda.isAvailable() first)',
-    });
-  }
-  const index = device ?? 0;
-  if (!Number.isSafeInteger(index) || index < 0 || index >= count) {
-    throw new FlodlError('ERR_DEVICE', `cuda:${String(index)} does not exist`, {
-      op,
-      expected: `a device in [0, ${count - 1}]`,
-      got: String(index),
-    });
-  }
-  return index;
 }
 
 /**
@@ -77,7 +57,7 @@ export class CudaGraph {
   constructor(options: { device?: number } = {}) {
     if (options === null || typeof options !== 'object')
       throw invalidArgument('CudaGraph', 'options', 'an options object', options);
-    this.device = cudaDevice('CudaGraph', options.device);
+    this.device = deviceIndex('CudaGraph', options.device);
     this.#id = graphs.create();
   }
 
@@ -241,7 +221,7 @@ function explainCaptureFailure(op: string, failure: unknown): unknown {
  */
 export function isCurrentStreamCapturing(device?: number): boolean {
   if (cudaDeviceCount() === 0) return false;
-  return graphs.capturing(cudaDevice('isCurrentStreamCapturing', device));
+  return graphs.capturing(deviceIndex('isCurrentStreamCapturing', device));
 }
 
 shareClassIdentity(CudaGraph, 'flodl.CudaGraph');

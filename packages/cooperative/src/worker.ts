@@ -376,7 +376,7 @@ function armDeathGuard(finished: () => boolean): () => void {
   const onExit = (code: number): void => {
     // A crash wrote its own record (installDeathRecord); a clean exit without finish() must not pass as success.
     if (finished() || code !== 0) return;
-    writeDeathRecord(new Error('the cooperative Worker exited without finish()'), 1);
+    writeDeathRecord(unfinishedError('the cooperative Worker exited without finish()'), 1);
     process.exitCode = 1;
   };
   process.on('beforeExit', onBeforeExit);
@@ -388,8 +388,17 @@ function armDeathGuard(finished: () => boolean): () => void {
 }
 
 function dieUnfinished(reason: string): never {
-  const error = new Error(reason);
+  const error = unfinishedError(reason);
   writeDeathRecord(error);
   process.stderr.write(`flodl: ${reason}\n`);
   process.exit(1);
+}
+
+/** The failure of a cluster rank whose Worker ended without `finish()`, as its death record names it. */
+function unfinishedError(reason: string): FlodlError {
+  return new FlodlError('ERR_RANK_FAILED', reason, {
+    op: 'Worker',
+    expected: 'worker.finish() once the loop is done',
+    got: 'the process ending without it',
+  });
 }

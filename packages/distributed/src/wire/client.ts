@@ -352,6 +352,8 @@ const RETRYABLE = new Set([
   'ENETUNREACH',
   'EAI_AGAIN',
   'EPIPE',
+  // One attempt that got no answer in time (dialOnce).
+  'ERR_TIMEOUT',
 ]);
 
 async function dial(options: Resolved): Promise<Socket> {
@@ -394,7 +396,7 @@ function dialOnce(host: string, port: number, timeoutMs: number): Promise<Socket
     const socket = connectSocket({ host, port, noDelay: true });
     const timer = setTimeout(() => {
       socket.destroy();
-      reject(Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: 'ETIMEDOUT' }));
+      reject(timeoutError(`dialing ${host}:${port}`, timeoutMs, 'no answer to the connection attempt'));
     }, timeoutMs);
     socket.once('connect', () => {
       clearTimeout(timer);

@@ -2,7 +2,6 @@
 // training tiers drive (floDl's GpuWorker). The managed Trainer runs `runEpochPlan`; the
 // cooperative Worker calls the same primitives from the user's loop.
 
-import { noGrad } from '@flodl/autograd';
 import type {
   CoordinatorMessage,
   DistributedSession,
@@ -10,101 +9,33 @@ import type {
   EpochPlan,
   IntentKind,
 } from '@flodl/distributed';
-import type { Metrics } from '@flodl/distributed/wire';
-import { CapturedStep, clipGradNorm, type LRScheduler, type Optimizer } from '@flodl/nn';
-import { type Device, FlodlError, type Tensor, tidy } from '@flodl/tensor-native';
+import type { Optimizer } from '@flodl/nn';
+import { type Device, FlodlError, type Tensor } from '@flodl/tensor-native';
 import type { BundleReason, CheckpointMeta, DataCursor } from '../checkpoint/meta.js';
-import { periodicStem, prunePeriodic } from '../checkpoint/paths.js';
 import type { CheckpointBundle } from '../checkpoint/read.js';
-import { restoreBundle } from '../checkpoint/read.js';
-import { type BundleSource, writeBundle } from '../checkpoint/write.js';
-import { Batch } from '../data/batch.js';
-import { DataLoader } from '../data/loader/data-loader.js';
-import { epochPermutation } from '../data/random.js';
+import type { BundleSource } from '../checkpoint/write.js';
+import type { Batch } from '../data/batch.js';
+import { CapturedTrainStep } from './captured-train-step.js';
+import { ControlDrain } from './control-drain.js';
 import { CursorTracker } from './data-cursor.js';
-import { PlanSampler } from './plan-sampler.js';
-import { drainScalars } from './scalars.js';
+import { PlanReader } from './plan-reader.js';
+import { restoreRank, saveRankBundle } from './runtime-bundles.js';
+import { checkpointAndBundle, runCheckpoint, runEval } from './runtime-callbacks.js';
+import type { ChunkReport, RankRuntimeOptions } from './runtime-options.js';
+import { loadState, paramNorm as normOf, snapshotState } from './snapshots.js';
+import { applySchedule, holdLockstep, planReport, stepOptimizer } from './step-bookkeeping.js';
+import { messageOf, runTrainStep, sleep } from './train-step.js';
 import type { AnyModule, EpochState, TrainedState, TrainingDataset, TrainStep } from './types.js';
 
-/** What the elected rank's epoch callback can reach. */
-export interface EpochContext<M extends AnyModule = AnyModule> {
-  readonly model: M;
-  readonly optimizer: Optimizer;
-  readonly rank: number;
-  readonly worldSize: number;
-  /** Sets every parameter group's learning rate. */
-  setLr(lr: number): void;
-}
-
-/** The user callbacks a rank services (the elected rank only, in a cluster). */
-export interface RuntimeCallbacks<M extends AnyModule = AnyModule> {
-  /** Evaluates the model (run in eval mode, without grad); returns the metric. */
-  evalFn?: (model: M, dataset: TrainingDataset | undefined) => number | Promise<number>;
-  evalDataset?: TrainingDataset;
-  /** Saves a checkpoint of averaging round (or epoch) `version`. */
-  checkpointFn?: (version: number, model: M) => void | Promise<void>;
-  /** Runs before each epoch (0-based). */
-  epochFn?: (epoch: number, context: EpochContext<M>) => void | Promise<void>;
-}
-
-/** Options of {@link RankRuntime}. */
-export interface RankRuntimeOptions<M extends AnyModule = AnyModule> {
-  model: M;
-  optimizer: Optimizer;
-  dataset: TrainingDataset;
-  batchSize: number;
-  /** Shuffle seed: plan `(epoch, offset, size)` trains `epochPermutation(N, seed, epoch)[offset, offset + size)`. */
-  seed: number;
-  device: Device;
-  /** Default 0 of 1. */
-  rank?: number;
-  worldSize?: number;
-  /** Clip the global gradient norm to this before each step. Default none. */
-  maxGradNorm?: number;
-  /** Sets the learning rate of each step from `lrAt(globalStep + stepsSinceAvg)`. Default none. */
-  scheduler?: LRScheduler;
-  /** Multiplies the learning rate (Goyal scaling). Default 1. */
-  lrScale?: number;
-  /** Loader prefetch depth. Default 2. */
-  prefetch?: number;
-  /** Loader resident mode. Default `'auto'`. */
-  resident?: boolean | 'auto';
-  /** Capture the step (forward to update) into a CUDA graph and replay it per batch. Default off. */
-  cudaGraph?: boolean;
-  callbacks?: RuntimeCallbacks<M>;
-  /** Hears every step after it is booked (a progress display, a metrics log). Default none. */
-  onStep?: (step: RuntimeStep) => void;
-  /** The rank's link to the coordinator; absent on a single device. */
-  session?: DistributedSession;
-  /** Stem of the run's checkpoint bundles (`saveBundle`). Default none. */
-  savePath?: string;
-  /** Periodic bundles kept under `savePath` (older ones are removed). Default 3. */
-  keepLast?: number;
-}
-
-/** A booked step, as {@link RankRuntimeOptions.onStep} hears it. */
-export interface RuntimeStep {
-  epoch: number;
-  /** Batches done in this plan, this one included. */
-  batch: number;
-  /** Batches in this plan. */
-  batches: number;
-  loss: number;
-  /** The step's compute time, ms. */
-  ms: number;
-  /** Samples per batch. */
-  batchSize: number;
-  /** The rank's optimizer steps so far. */
-  localStep: number;
-}
-
-/** One chunk report of a single-device run, as the coordinator would have received it. */
-export type ChunkReport = { rank: number } & Omit<Metrics, 'type'>;
+export type {
+  ChunkReport,
+  EpochContext,
+  RankRuntimeOptions,
+  RuntimeCallbacks,
+  RuntimeStep,
+} from './runtime-options.js';
 
 const OP = 'RankRuntime';
-
-/** Longest lockstep wait after a plan's last step, ms (see `afterStep`). */
-const LAST_STEP_HOLD_MS = 3000;
 
 /**
  * One rank's training engine. It owns the model, the optimizer, the data of its plans and the
@@ -136,32 +67,19 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   /** The epoch of the last plan begun. */
   currentEpoch = 0;
   readonly #options: RankRuntimeOptions<M>;
-  readonly #sampler: PlanSampler;
-  readonly #loader: DataLoader;
+  readonly #reader: PlanReader;
   /** The model's parameters, listed once (the step reads them every time). */
   readonly #parameters: Tensor[];
   #stepsSinceAvg = 0;
-  #plans: EpochPlan[] = [];
-  #inbox: CoordinatorMessage[] = [];
-  #open: EpochState | undefined;
-  #iterator: Iterator<Batch> | undefined;
-  #runEnd = 0;
-  #epochRole: number | undefined;
   #lastEpochFired = -1;
-  #latest: EpochMetrics | undefined;
-  #metricsStream: EpochMetrics[] | undefined;
-  #evalStream: [number, number][] | undefined;
   #reports: ChunkReport[] = [];
   #lastLr: number | undefined;
-  #shutdown = false;
-  #throttled = false;
-  #throttledAt = 0;
   #roundsHeld = 0;
   #disposed = false;
   /** The captured step of `cudaGraph`, made at the first step. */
-  #captured: CapturedStep | null = null;
-  #where = { epoch: 0, batch: 0 };
+  #captured: CapturedTrainStep<M> | undefined;
   readonly #cursor: CursorTracker;
+  readonly #control: ControlDrain;
   #bundleRequested = false;
 
   constructor(options: RankRuntimeOptions<M>) {
@@ -176,14 +94,29 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
     this.worldSize = options.worldSize ?? 1;
     this.session = options.session;
     this.#parameters = options.model.parameters();
-    this.#sampler = new PlanSampler(options.dataset.length);
     this.#cursor = new CursorTracker(options.batchSize);
-    this.#loader = new DataLoader(options.dataset, {
+    this.#reader = new PlanReader(options.dataset, {
       batchSize: options.batchSize,
-      sampler: this.#sampler,
+      seed: options.seed,
       device: options.device,
       prefetch: options.prefetch ?? 2,
       resident: options.resident ?? 'auto',
+      op: `${OP}.beginEpoch`,
+    });
+    this.#control = new ControlDrain({
+      rank: this.rank,
+      get evaluates() {
+        return options.callbacks?.evalFn !== undefined;
+      },
+      extendOpenPlan: (epoch, offset, size) => this.#reader.extend(epoch, offset, size),
+      setGlobalStep: (globalStep) => {
+        this.globalStep = globalStep;
+      },
+      evaluate: () => this.evaluate(),
+      checkpoint: (version) => this.#clusterCheckpoint(version),
+      saveBeforeShutdown: () => {
+        if (this.#options.savePath !== undefined) this.#saveOrWarn('shutdownWithSave');
+      },
     });
     const lrScale = options.lrScale ?? 1;
     if (options.scheduler === undefined && lrScale !== 1) {
@@ -210,19 +143,17 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
 
   /** True once the coordinator said `Shutdown` / `ShutdownWithSave`. */
   get shutdownSeen(): boolean {
-    return this.#shutdown || (this.session?.stopped ?? false);
+    return this.#control.shutdown || (this.session?.stopped ?? false);
   }
 
   /** Ends the plan in flight after its current step (a graceful stop; the coordinator's Shutdown in a cluster). */
   requestStop(): void {
-    this.#shutdown = true;
+    this.#control.shutdown = true;
   }
 
   /** Routes a coordinator message to the runtime (the session's `onControl`). */
   receive(message: CoordinatorMessage): void {
-    // A Throttle holds until the round after the one applied when it arrived.
-    if (message.type === 'Throttle') this.#throttledAt = this.session?.version ?? 0;
-    this.#inbox.push(message);
+    this.#control.receive(message, this.session?.version ?? 0);
   }
 
   // ---- plans and batches ----------------------------------------------------------------
@@ -230,50 +161,18 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   /** Opens `plan`: this rank's slice of the epoch permutation, batched by `batchSize`. */
   beginEpoch(plan: EpochPlan): EpochState {
     this.#checkLive('beginEpoch');
-    this.#closeIterator();
     this.currentEpoch = plan.epoch;
-    const state: EpochState = {
-      epoch: plan.epoch,
-      picks: this.#picks(plan.epoch, plan.partitionOffset, plan.partitionSize),
-      batchDone: 0,
-      booked: 0,
-      totalLoss: 0,
-      computeMsTotal: 0,
-      dataStarveMsTotal: 0,
-      lastDataMs: 0,
-      epochStart: performance.now(),
-      shutdown: false,
-    };
+    const state = this.#reader.stateOf(plan);
     // A resumed epoch: the batches trained before the save are skipped, its totals carried on.
     this.#cursor.begin(plan, state);
-    this.#open = state;
+    this.#reader.open(state);
     return state;
   }
 
   /** The next batch of `state` (owned by the caller: dispose it), or `undefined` at its end. */
   nextBatch(state: EpochState): Batch | undefined {
     this.#checkLive('nextBatch');
-    const total = Math.floor(state.picks.length / this.batchSize);
-    if (state.batchDone >= total) return undefined;
-    if (this.#iterator === undefined || this.#open !== state || state.batchDone >= this.#runEnd) {
-      // A fresh pass over the batches known now (an ExtendPartition adds to them later).
-      this.#closeIterator();
-      this.#open = state;
-      const from = state.batchDone * this.batchSize;
-      this.#sampler.set(Int32Array.from(state.picks.slice(from, total * this.batchSize)));
-      this.#iterator = this.#loader.epoch(state.epoch)[Symbol.iterator]();
-      this.#runEnd = total;
-    }
-    const started = performance.now();
-    const next = this.#iterator.next();
-    if (next.done) {
-      this.#closeIterator();
-      return undefined;
-    }
-    state.lastDataMs = performance.now() - started;
-    state.dataStarveMsTotal += state.lastDataMs;
-    state.batchDone += 1;
-    return next.value;
+    return this.#reader.next(state);
   }
 
   /** Waits for an averaging writeback before the next forward (none pending on this runtime's paths). */
@@ -282,56 +181,17 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   /** Clip → LR → optimizer step → zeroGrad → counters. Gradients must be populated. */
   optimizerStepAndBookkeep(): void {
     this.#checkLive('optimizerStepAndBookkeep');
-    const { maxGradNorm } = this.#options;
-    if (maxGradNorm !== undefined) {
-      const withGrad = this.#parameters.filter((parameter) => parameter.grad !== undefined);
-      if (withGrad.length > 0) clipGradNorm(withGrad, maxGradNorm);
-    }
-    this.#applySchedule();
-    this.optimizer.step();
-    this.optimizer.zeroGrad();
+    stepOptimizer(this.optimizer, this.#parameters, this.#options, this.#lrStep());
     this.#countStep();
   }
 
-  /** The learning rate of this step from the schedule (× lrScale), when there is one. */
-  #applySchedule(): void {
-    const { scheduler } = this.#options;
-    if (scheduler === undefined) return;
-    const lrs = scheduler.lrAt(this.globalStep + this.stepsSinceAvg);
-    const scale = this.#options.lrScale ?? 1;
-    lrs.forEach((lr, group) => {
-      this.optimizer.setGroupLr(group, lr * scale);
-    });
+  #lrStep(): number {
+    return this.#options.scheduler === undefined ? 0 : this.globalStep + this.stepsSinceAvg;
   }
 
   #countStep(): void {
     this.localStep += 1;
     if (!this.session) this.#stepsSinceAvg += 1;
-  }
-
-  /** The step of `cudaGraph`: the schedule's LR, then forward to update replayed from a graph. */
-  #capturedStep(trainStep: TrainStep<M>, batch: Batch, where: { epoch: number; batch: number }): number {
-    this.#where = where;
-    this.#captured ??= new CapturedStep(
-      this.optimizer,
-      (tensors) => {
-        let output: unknown;
-        try {
-          output = trainStep(this.model, new Batch(tensors, batch.names));
-        } catch (error) {
-          throw whereTrainStepThrew(error, this.#where);
-        }
-        return checkLoss(output);
-      },
-      {
-        otherShapes: 'eager',
-        ...(this.#options.maxGradNorm === undefined ? {} : { maxGradNorm: this.#options.maxGradNorm }),
-      },
-    );
-    this.#applySchedule();
-    const loss = this.#captured.run([...batch]).item() as number;
-    this.#countStep();
-    return loss;
   }
 
   /** Books the step, reports its timing and follows the coordinator (a reduce can run here). */
@@ -354,10 +214,10 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
         this.#bundleRequested = false;
         this.#saveOrWarn('request');
       }
-      if (this.#shutdown) state.shutdown = true;
+      if (this.#control.shutdown) state.shutdown = true;
       return;
     }
-    const paramNorm = (this.stepsSinceAvg + 1) % 10 === 0 ? this.#paramNorm() : undefined;
+    const paramNorm = (this.stepsSinceAvg + 1) % 10 === 0 ? normOf(this.#parameters) : undefined;
     await session.afterStep({
       loss,
       batchMs: ms,
@@ -370,19 +230,11 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       session.control.send({ type: 'LrUpdate', lr });
     }
     await this.serviceControl();
-    // Sync modes train in lockstep: every step is followed by its averaging round (the
-    // coordinator fires one as soon as every rank has a step), so each round averages exactly
-    // one step per rank and a run is a deterministic function of its seed, data and world size.
-    // After a plan's last batch the wait is bounded: a rank with one batch less in the epoch
-    // would hold the round back (a collective needs a step from every rank).
     if (this.#lockstep) {
-      const last = state.batchDone >= Math.floor(state.picks.length / this.batchSize);
-      const deadline = last ? performance.now() + LAST_STEP_HOLD_MS : Number.POSITIVE_INFINITY;
-      const target = this.#roundsHeld + 1;
-      while (session.version < target && !this.shutdownSeen && performance.now() < deadline) {
-        await sleep(1);
-        await this.serviceControl();
-      }
+      await holdLockstep(session, state, this.batchSize, this.#roundsHeld + 1, {
+        stopped: () => this.shutdownSeen,
+        service: () => this.serviceControl(),
+      });
     }
     this.#roundsHeld = session.version;
     if (this.shutdownSeen) state.shutdown = true;
@@ -390,22 +242,10 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
 
   /** Closes `state` and sends its report (skipped after a shutdown seen mid-plan). */
   endEpoch(state: EpochState): void {
-    if (this.#open === state) this.#closeIterator();
+    if (this.#reader.isOpen(state)) this.#reader.close();
     if (state.shutdown) return;
     this.#cursor.closed(state);
-    const batches = state.batchDone;
-    const elapsed = performance.now() - state.epochStart;
-    const report: Omit<Metrics, 'type'> = {
-      epoch: state.epoch,
-      avgLoss: batches === 0 ? 0 : state.totalLoss / batches,
-      batchesProcessed: batches,
-      epochMs: batches === 0 ? 0 : elapsed,
-      samplesProcessed: batches * this.batchSize,
-      shareCompleteMs: batches === 0 ? 0 : state.computeMsTotal + state.dataStarveMsTotal,
-      computeOnlyMs: state.computeMsTotal,
-      dataStarveMs: state.dataStarveMsTotal,
-      scalars: drainScalars(),
-    };
+    const report = planReport(state, this.batchSize);
     if (this.session) this.session.control.metrics(report);
     else this.#reports.push({ rank: this.rank, ...report });
   }
@@ -418,23 +258,19 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   ): [number, number] {
     const started = performance.now();
     if (this.#options.cudaGraph) {
-      const loss = tidy(() => this.#capturedStep(trainStep, batch, where));
+      this.#captured ??= new CapturedTrainStep(
+        this.model,
+        this.optimizer,
+        trainStep,
+        batch.names,
+        this.#options.maxGradNorm,
+      );
+      applySchedule(this.optimizer, this.#options, this.#lrStep());
+      const loss = this.#captured.run(batch, where);
+      this.#countStep();
       return [loss, performance.now() - started];
     }
-    const loss = tidy(() => {
-      let output: unknown;
-      try {
-        output = trainStep(this.model, batch);
-      } catch (error) {
-        throw whereTrainStepThrew(error, where);
-      }
-      const loss = checkLoss(output);
-      loss.backward();
-      this.optimizerStepAndBookkeep();
-      // Read after the step is queued: on a GPU an earlier read would wait for the forward
-      // before backward and the step could be launched.
-      return loss.item() as number;
-    });
+    const loss = runTrainStep(this.model, trainStep, batch, where, () => this.optimizerStepAndBookkeep());
     return [loss, performance.now() - started];
   }
 
@@ -454,7 +290,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       }
       await this.afterStep(state, loss, ms);
       if (state.shutdown) {
-        this.#closeIterator();
+        this.#reader.close();
         return true;
       }
     }
@@ -466,13 +302,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
 
   /** A copy of the parameters and buffers (never aliasing them) with the steps since the last average. */
   snapshotParams(): TrainedState & { batchCount: number } {
-    const copy = (tensors: Tensor[]): Tensor[] =>
-      noGrad(() => tidy(() => tensors.map((tensor) => tensor.detach().to('cpu').clone())));
-    return {
-      params: copy(this.model.parameters()),
-      buffers: copy(this.model.buffers()),
-      batchCount: this.stepsSinceAvg,
-    };
+    return { ...snapshotState(this.model), batchCount: this.stepsSinceAvg };
   }
 
   /**
@@ -481,23 +311,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
    * @throws FlodlError ERR_INVALID_ARGUMENT when the counts or shapes differ from the model's
    */
   loadAveraged(update: TrainedState): void {
-    const parameters = this.model.parameters();
-    const buffers = this.model.buffers();
-    if (update.params.length !== parameters.length || update.buffers.length !== buffers.length) {
-      throw new FlodlError('ERR_INVALID_ARGUMENT', 'the averaged state does not match the model', {
-        op: `${OP}.loadAveraged`,
-        expected: `${parameters.length} parameters and ${buffers.length} buffers`,
-        got: `${update.params.length} and ${update.buffers.length}`,
-      });
-    }
-    noGrad(() => {
-      parameters.forEach((parameter, index) => {
-        parameter.copy_(update.params[index] as Tensor);
-      });
-      buffers.forEach((buffer, index) => {
-        buffer.copy_(update.buffers[index] as Tensor);
-      });
-    });
+    loadState(this.model, update, `${OP}.loadAveraged`);
   }
 
   // ---- checkpoint bundles ------------------------------------------------------------------
@@ -541,24 +355,18 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
    * @throws FlodlError ERR_INVALID_ARGUMENT without a `savePath`; ERR_IO when a file cannot be written
    */
   saveBundle(reason: BundleReason): CheckpointMeta {
-    const savePath = this.#options.savePath;
-    if (savePath === undefined) {
-      throw new FlodlError('ERR_INVALID_ARGUMENT', 'a checkpoint bundle needs a savePath', {
-        op: `${OP}.saveBundle`,
-        expected: ".savePath('runs/model') on the builder",
-        got: 'no savePath',
-      });
-    }
-    const periodic = reason === 'every' || reason === 'atEpoch' || reason === 'request';
-    const stem = periodic ? periodicStem(savePath, this.globalStep + this.stepsSinceAvg) : savePath;
-    const meta = writeBundle(stem, this.bundleSource(), reason);
-    if (periodic) prunePeriodic(savePath, this.#options.keepLast ?? 3, this.worldSize);
-    return meta;
+    const place = {
+      savePath: this.#options.savePath,
+      keepLast: this.#options.keepLast ?? 3,
+      worldSize: this.worldSize,
+      lrStep: this.globalStep + this.stepsSinceAvg,
+    };
+    return saveRankBundle(`${OP}.saveBundle`, place, this.bundleSource(), reason);
   }
 
   /** The rank the coordinator elected for callbacks (`undefined` before it said, and on one device). */
   get electedRank(): number | undefined {
-    return this.#epochRole;
+    return this.#control.epochRole;
   }
 
   /** The stem of the run's bundles, if it has one. */
@@ -586,29 +394,23 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
    * @throws FlodlError ERR_CHECKPOINT naming the file when the bundle does not fit this run
    */
   restore(bundle: CheckpointBundle): void {
-    restoreBundle(bundle, {
-      model: this.model,
-      optimizer: this.optimizer,
-      scheduler: this.#options.scheduler,
-      device: this.device,
-      rank: this.rank,
-      batchSize: this.batchSize,
-      datasetLength: this.totalSamples,
-    });
-    const { meta } = bundle;
-    this.localStep = meta.localStep;
-    if (this.session) {
-      this.globalStep = meta.globalStep;
-    } else {
-      // One device: the LR clock is the step count (a cluster bundle's global step folds in).
-      this.globalStep = 0;
-      this.#stepsSinceAvg = meta.worldSize > 1 ? meta.globalStep + meta.stepsSinceAvg : meta.stepsSinceAvg;
-    }
-    // A cluster bundle's cursor is one rank's share: its epoch restarts from the beginning here.
-    const cursor =
-      meta.worldSize > 1
-        ? { epoch: meta.cursor.epoch, batch: 0, totalLoss: 0, computeMs: 0, dataMs: 0 }
-        : meta.cursor;
+    const restored = restoreRank(
+      bundle,
+      {
+        model: this.model,
+        optimizer: this.optimizer,
+        scheduler: this.#options.scheduler,
+        device: this.device,
+        rank: this.rank,
+        batchSize: this.batchSize,
+        datasetLength: this.totalSamples,
+      },
+      this.session !== undefined,
+    );
+    this.localStep = restored.localStep;
+    this.globalStep = restored.globalStep;
+    if (restored.stepsSinceAvg !== undefined) this.#stepsSinceAvg = restored.stepsSinceAvg;
+    const { cursor } = restored;
     this.#cursor.resumeAt(cursor);
     this.currentEpoch = cursor.epoch;
     // The epoch callback of an epoch already begun fired before the save.
@@ -621,24 +423,12 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   }
 
   /** The elected rank's checkpoint: the `checkpointFn` callback (if any), then a bundle (with a `savePath`). */
-  async #clusterCheckpoint(version: number): Promise<{ error?: string; elapsedMs: number }> {
-    const started = performance.now();
-    const errors: string[] = [];
-    if (this.#options.callbacks?.checkpointFn) {
-      const { error } = await this.checkpoint(version);
-      if (error !== undefined) errors.push(error);
-    }
-    if (this.#options.savePath !== undefined) {
-      try {
-        this.saveBundle('every');
-      } catch (error) {
-        errors.push(messageOf(error));
-      }
-    }
-    return {
-      ...(errors.length > 0 ? { error: errors.join('; ') } : {}),
-      elapsedMs: performance.now() - started,
-    };
+  #clusterCheckpoint(version: number): Promise<{ error?: string; elapsedMs: number }> {
+    const { callbacks, savePath } = this.#options;
+    return checkpointAndBundle(
+      callbacks?.checkpointFn ? () => this.checkpoint(version) : undefined,
+      savePath !== undefined ? () => this.saveBundle('every') : undefined,
+    );
   }
 
   #saveOrWarn(reason: BundleReason): void {
@@ -656,7 +446,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
     const session = this.#requireSession('waitForEpochPlan');
     for (;;) {
       await this.serviceControl();
-      const plan = this.#plans.shift();
+      const plan = this.#control.plans.shift();
       if (plan) return plan;
       if (this.shutdownSeen) return undefined;
       await session.drain();
@@ -668,7 +458,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   async fireEpochCallback(epoch: number): Promise<void> {
     if (epoch === this.#lastEpochFired) return;
     this.#lastEpochFired = epoch;
-    if (this.session && this.#epochRole !== this.rank) return;
+    if (this.session && this.#control.epochRole !== this.rank) return;
     const epochFn = this.#options.callbacks?.epochFn;
     if (!epochFn) return;
     const started = performance.now();
@@ -691,42 +481,32 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   async serviceControl(): Promise<void> {
     const session = this.session;
     if (!session) return;
-    await session.drain();
-    await this.#handleInbox();
-    if (!this.#throttled) return;
-    // Throttle: hold until the next averaging round (or the end of the run).
-    const version = this.#throttledAt;
-    while (session.version === version && !this.shutdownSeen) {
-      await sleep(1);
-      await session.drain();
-      await this.#handleInbox();
-    }
-    this.#throttled = false;
+    await this.#control.service(session, () => this.shutdownSeen);
   }
 
   /** Collects every aggregated epoch (`EpochAggregated`) from now on; see `takeMetrics`. */
   enableMetricsStream(): void {
-    this.#metricsStream ??= [];
+    this.#control.metricsStream ??= [];
   }
 
   /** Collects every eval broadcast (`EvalBroadcast`) from now on; see `takeEvals`. */
   enableEvalStream(): void {
-    this.#evalStream ??= [];
+    this.#control.evalStream ??= [];
   }
 
   /** The latest aggregated epoch the coordinator broadcast. */
   get latestMetrics(): EpochMetrics | undefined {
-    return this.#latest;
+    return this.#control.latest;
   }
 
   /** The aggregated epochs collected since the last call, oldest first. */
   takeMetrics(): EpochMetrics[] {
-    return this.#metricsStream?.splice(0) ?? [];
+    return this.#control.metricsStream?.splice(0) ?? [];
   }
 
   /** The eval broadcasts collected since the last call, oldest first. */
   takeEvals(): [number, number][] {
-    return this.#evalStream?.splice(0) ?? [];
+    return this.#control.evalStream?.splice(0) ?? [];
   }
 
   /** Single device: the chunk reports since the last call. */
@@ -735,165 +515,27 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   }
 
   /** Runs the eval callback now (single device); the metric, or the error. */
-  async evaluate(): Promise<{ metric: number; error?: string; elapsedMs: number }> {
-    const { evalFn, evalDataset } = this.#options.callbacks ?? {};
-    const started = performance.now();
-    if (!evalFn) return { metric: Number.NaN, error: 'no evalFn', elapsedMs: 0 };
-    try {
-      this.model.eval();
-      const metric = await noGrad(() => evalFn(this.model, evalDataset));
-      if (typeof metric !== 'number') {
-        return { metric: Number.NaN, error: `evalFn returned ${typeof metric}, not a number`, elapsedMs: 0 };
-      }
-      return { metric, elapsedMs: performance.now() - started };
-    } catch (error) {
-      return { metric: Number.NaN, error: messageOf(error), elapsedMs: performance.now() - started };
-    } finally {
-      this.model.train();
-    }
+  evaluate(): Promise<{ metric: number; error?: string; elapsedMs: number }> {
+    return runEval(this.model, this.#options.callbacks);
   }
 
   /** Runs the checkpoint callback now; the error, if it failed. */
-  async checkpoint(version: number): Promise<{ error?: string; elapsedMs: number }> {
-    const checkpointFn = this.#options.callbacks?.checkpointFn;
-    const started = performance.now();
-    if (!checkpointFn) return { error: 'no checkpointFn', elapsedMs: 0 };
-    try {
-      await checkpointFn(version, this.model);
-      return { elapsedMs: performance.now() - started };
-    } catch (error) {
-      return { error: messageOf(error), elapsedMs: performance.now() - started };
-    }
+  checkpoint(version: number): Promise<{ error?: string; elapsedMs: number }> {
+    return runCheckpoint(this.model, this.#options.callbacks, version);
   }
 
   /** This rank's final state: CPU copies in parameter / buffer order. */
   finalState(): TrainedState {
-    const { params, buffers } = this.snapshotParams();
-    return { params, buffers };
+    return snapshotState(this.model);
   }
 
   /** Frees the loader (and what it prepared ahead). Idempotent. */
   dispose(): void {
     if (this.#disposed) return;
     this.#captured?.dispose();
-    this.#captured = null;
-    this.#closeIterator();
-    this.#loader.dispose();
+    this.#captured = undefined;
+    this.#reader.dispose();
     this.#disposed = true;
-  }
-
-  async #handleInbox(): Promise<void> {
-    while (this.#inbox.length > 0) {
-      const message = this.#inbox.shift() as CoordinatorMessage;
-      await this.#handle(message);
-    }
-  }
-
-  async #handle(message: CoordinatorMessage): Promise<void> {
-    const session = this.session as DistributedSession;
-    switch (message.type) {
-      case 'StartEpoch':
-        this.#plans.push(message.plan);
-        return;
-      case 'ExtendPartition': {
-        const open = this.#open;
-        if (open && open.epoch === message.epoch && !open.shutdown) {
-          open.picks.push(...this.#picks(message.epoch, message.offset, message.size));
-        } else {
-          this.#plans.push({
-            epoch: message.epoch,
-            partitionOffset: message.offset,
-            partitionSize: message.size,
-          });
-        }
-        return;
-      }
-      case 'SetGlobalStep':
-        this.globalStep = message.globalStep;
-        return;
-      case 'SetEpochCallbackRole':
-        this.#epochRole = message.rank;
-        return;
-      case 'Throttle':
-        this.#throttled = true;
-        return;
-      case 'EpochAggregated':
-        this.#latest = message.metrics;
-        this.#metricsStream?.push(message.metrics);
-        return;
-      case 'EvalBroadcast':
-        this.#evalStream?.push([message.epoch, message.metric]);
-        return;
-      case 'ExecuteEvalCallback': {
-        if (message.targetRank !== this.rank || !this.#options.callbacks?.evalFn) return;
-        const result = await this.evaluate();
-        session.control.send({
-          type: 'EvalResult',
-          scheduleId: message.scheduleId,
-          epoch: message.epoch,
-          metric: result.metric,
-          elapsedMs: result.elapsedMs,
-          ...(result.error === undefined ? {} : { error: result.error }),
-        });
-        return;
-      }
-      case 'Checkpoint': {
-        if (message.targetRank !== this.rank) return;
-        const result = await this.#clusterCheckpoint(message.version);
-        session.control.send({
-          type: 'CheckpointResult',
-          version: message.version,
-          elapsedMs: result.elapsedMs,
-          ...(result.error === undefined ? {} : { error: result.error }),
-        });
-        return;
-      }
-      case 'Shutdown':
-        this.#shutdown = true;
-        return;
-      case 'ShutdownWithSave':
-        // This rank holds the freshest state: it persists it before the run ends.
-        if (this.#options.savePath !== undefined && !this.#shutdown) this.#saveOrWarn('shutdownWithSave');
-        this.#shutdown = true;
-        return;
-      default:
-        // DeclareDead / NewNcclSession / heartbeats: the session owns them.
-        return;
-    }
-  }
-
-  #picks(epoch: number, offset: number, size: number): number[] {
-    const total = this.totalSamples;
-    if (
-      !Number.isInteger(offset) ||
-      !Number.isInteger(size) ||
-      offset < 0 ||
-      size < 0 ||
-      offset + size > total
-    ) {
-      throw new FlodlError('ERR_INVALID_ARGUMENT', 'the plan runs past the end of the dataset', {
-        op: `${OP}.beginEpoch`,
-        expected: `0 <= offset, offset + size <= ${total}`,
-        got: `offset ${offset}, size ${size}`,
-      });
-    }
-    return Array.from(epochPermutation(total, this.seed, epoch).subarray(offset, offset + size));
-  }
-
-  #closeIterator(): void {
-    const iterator = this.#iterator;
-    this.#iterator = undefined;
-    iterator?.return?.();
-  }
-
-  #paramNorm(): number {
-    return tidy(() => {
-      let sum = 0;
-      for (const parameter of this.#parameters) {
-        sum += parameter.detach().to('float64').pow(2).sum().item() as number;
-      }
-      return Math.sqrt(sum);
-    });
   }
 
   #requireSession(method: string): DistributedSession {
@@ -910,47 +552,4 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       throw new FlodlError('ERR_DISPOSED', 'the rank runtime was disposed', { op: `${OP}.${method}` });
     }
   }
-}
-
-/**
- * The error of a throwing `trainStep`, naming where it threw: a FlodlError (a wrong shape, a
- * tensor on another device) keeps its code; the user's own error stays a plain Error. The
- * original is the `cause` either way.
- */
-function whereTrainStepThrew(error: unknown, where: { epoch: number; batch: number }): Error {
-  const message = `trainStep threw at epoch ${where.epoch}, batch ${where.batch}: ${error instanceof Error ? error.message : String(error)}`;
-  if (FlodlError.isInstance(error)) return new FlodlError(error.code, message, { cause: error });
-  return new Error(message, { cause: error });
-}
-
-function checkLoss(output: unknown): Tensor {
-  const tensor = output as Tensor | undefined;
-  if (
-    typeof tensor !== 'object' ||
-    tensor === null ||
-    typeof tensor.backward !== 'function' ||
-    typeof tensor.item !== 'function'
-  ) {
-    throw new FlodlError('ERR_INVALID_ARGUMENT', 'trainStep must return the loss tensor', {
-      op: 'trainStep',
-      expected: 'a scalar Tensor that requires grad (forward + loss only)',
-      got: tensor === null ? 'null' : typeof tensor,
-    });
-  }
-  if (tensor.numel !== 1) {
-    throw new FlodlError('ERR_SHAPE', 'trainStep must return a scalar loss', {
-      op: 'trainStep',
-      expected: 'a tensor of one element',
-      got: `shape [${tensor.shape.join(', ')}]`,
-    });
-  }
-  return tensor;
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -1,0 +1,64 @@
+import type { CoordinatorCore } from './coordinator-core.js';
+import { aggregateEpochMetrics } from './metrics.js';
+import { maybeAverage } from './round-lifecycle.js';
+import { advanceTail } from './run-tail.js';
+
+// Formation and epochs: the cohort forms, epochs open, chunks go out, epochs aggregate.
+
+export function onJoined(core: CoordinatorCore, rank: number): void {
+  if (core.state !== 'forming') {
+    core.reject('RankJoined', 'membership only shrinks after formation');
+    return;
+  }
+  if (!core.membership.join(rank, core.clock.now()) || !core.membership.formed) return;
+  core.state = 'running';
+  core.out.notices.push({ type: 'Formed', worldSize: core.config.worldSize });
+  openEpoch(core, 0);
+}
+
+/** The epoch boundary, in floDl's order: the role, the checkpoint, the eval, then the plans. */
+function openEpoch(core: CoordinatorCore, epoch: number): void {
+  core.callbacks.broadcastRoleIfDirty();
+  core.callbacks.dispatchBoundary(epoch);
+  for (const { rank, plan } of core.dispatcher.startEpoch(epoch, core.context())) {
+    core.send(rank, { type: 'StartEpoch', plan });
+  }
+  maybeAverage(core);
+}
+
+/** Aggregates every epoch whose chunks are all reported, lowest first, and opens the next. */
+export function tryAggregate(core: CoordinatorCore): void {
+  for (
+    let epoch = core.dispatcher.nextAggregatable();
+    epoch !== undefined;
+    epoch = core.dispatcher.nextAggregatable()
+  ) {
+    const pool = core.dispatcher.pool(epoch);
+    const metrics = aggregateEpochMetrics(epoch, core.metrics.take(epoch), {
+      worldSize: core.config.worldSize,
+      batchShare: core.elChe.recentBatchShare(),
+      deviceIndices: core.config.deviceIndices,
+      ...(core.config.progressive && pool ? { epochMs: core.clock.now() - pool.startedAt } : {}),
+    });
+    core.dispatcher.markAggregated(epoch);
+    core.broadcast({ type: 'EpochAggregated', metrics });
+    core.out.notices.push({ type: 'EpochMetrics', metrics });
+    if (epoch + 1 < core.config.numEpochs) openEpoch(core, epoch + 1);
+    else {
+      core.state = 'finishing';
+      advanceTail(core);
+    }
+  }
+}
+
+/** Hands a chunk to every live rank that has none in flight and is not held. */
+export function pump(core: CoordinatorCore): void {
+  if (core.state !== 'running') return;
+  const context = core.context();
+  // A rank with work in flight gets nothing: only the idle ones are visited.
+  for (const rank of core.dispatcher.idleRanks()) {
+    if (!core.membership.isLive(rank) || core.throttled[rank] || core.heldAtReduce(rank)) continue;
+    const plan = core.dispatcher.nextChunk(rank, context);
+    if (plan) core.send(rank, { type: 'StartEpoch', plan });
+  }
+}

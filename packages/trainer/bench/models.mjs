@@ -114,6 +114,25 @@ export const MODELS = [
       ),
   },
   {
+    name: 'cnn-small',
+    description: 'CNN conv8-pool-conv16-pool-fc10 on 1x28x28 (dispatch-bound)',
+    batch: 32,
+    inputShape: [1, 28, 28],
+    classes: 10,
+    defaults: { cpu: { steps: 300, warmup: 20 }, cuda: { steps: 2000, warmup: 100 } },
+    build: () =>
+      new Sequential(
+        new Conv2d(1, 8, 3, { padding: 1 }),
+        new ReLU(),
+        new MaxPool2d(2),
+        new Conv2d(8, 16, 3, { padding: 1 }),
+        new ReLU(),
+        new MaxPool2d(2),
+        new Flatten(),
+        new Linear(16 * 7 * 7, 10),
+      ),
+  },
+  {
     name: 'lstm',
     description: 'LSTM 64→256 x2 layers, seq 64, last step → fc10',
     batch: 128,

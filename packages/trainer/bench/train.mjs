@@ -16,7 +16,7 @@ import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { crossEntropy } from '@flodl/autograd';
-import { Adam } from '@flodl/nn';
+import { Adam, CapturedStep } from '@flodl/nn';
 import {
   buildInfo,
   cuda,
@@ -48,6 +48,9 @@ const USAGE = `usage: pnpm bench:train [-- options]   (or: node packages/trainer
                              single: the single-tensor update;
                              foreach: the multi-tensor (foreach) update;
                              fused: libtorch's fused CUDA kernel (cuda only)
+  --cuda-graph               also train each model with its whole step captured into a CUDA
+                               graph (CapturedStep, fused Adam): the rows marked graph, against
+                               PyTorch eager with its defaults (cuda only)
   --python PATH              the PyTorch interpreter; default $PYTHON, python3, then /usr/bin/python3
   --json FILE                also write the results as JSON`;
 
@@ -85,6 +88,7 @@ function readOptions() {
         rounds: { type: 'string' },
         threads: { type: 'string' },
         adam: { type: 'string', default: 'defaults' },
+        'cuda-graph': { type: 'boolean', default: false },
         python: { type: 'string' },
         json: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
@@ -108,6 +112,10 @@ function readOptions() {
       fail(`--adam takes ${ADAM_MODES.join(', ')} (or a comma list), got ${adam}`);
   }
   if (adams.includes('fused') && device !== 'cuda') fail('--adam fused needs --device cuda');
+  if (args['cuda-graph']) {
+    if (device !== 'cuda') fail('--cuda-graph needs --device cuda');
+    adams.push('graph');
+  }
   const names = args.model === 'all' ? MODELS.map((spec) => spec.name) : args.model.split(',');
   const models = names.map((name) => {
     const spec = MODELS.find((candidate) => candidate.name === name);
@@ -124,7 +132,7 @@ function readOptions() {
     warmup: countOption(args, 'warmup', undefined),
     rounds: countOption(args, 'rounds', device === 'cuda' ? 3 : 1),
     threads: countOption(args, 'threads', availableParallelism()),
-    adams: /** @type {('single' | 'foreach' | 'fused' | 'defaults')[]} */ (adams),
+    adams: /** @type {('single' | 'foreach' | 'fused' | 'defaults' | 'graph')[]} */ (adams),
     python: args.python,
     json: args.json,
   };
@@ -193,6 +201,51 @@ function trainFlodl(spec, counts, device, adam) {
     samplesPerSecond: (counts.steps * spec.batch) / seconds,
     seconds,
     updateSeconds: updateMs / 1000,
+    finalLoss,
+  };
+}
+
+/**
+ * As trainFlodl, with the whole step (forward, loss, backward, fused Adam) captured into a CUDA
+ * graph by CapturedStep: the untimed steps include its warm-up and its capture.
+ * @param {import('./models.mjs').ModelSpec} spec
+ * @param {{ steps: number, warmup: number }} counts
+ * @returns {RunResult}
+ */
+function trainFlodlGraph(spec, counts) {
+  const liveBefore = liveTensorCount();
+  manualSeed(0);
+  const model = spec.build().to('cuda');
+  const inputs = randn([spec.batch, ...spec.inputShape], { device: 'cuda' });
+  const labels = randint(0, spec.classes, [spec.batch], { device: 'cuda' });
+  const optimizer = new Adam(model.parameters(), { lr: 1e-3, fused: true });
+  const step = new CapturedStep(optimizer, ([x, y]) => crossEntropy(model.forward(x), y), { warmup: 3 });
+  const batch = [inputs, labels];
+  for (let index = 0; index < Math.max(counts.warmup, 5); index++) step.run(batch);
+  cuda.synchronize();
+  const liveAtStart = liveTensorCount();
+  const started = performance.now();
+  for (let index = 0; index < counts.steps; index++) step.run(batch);
+  cuda.synchronize();
+  const seconds = (performance.now() - started) / 1000;
+  const finalLoss = step.run(batch).item();
+  const liveAtEnd = liveTensorCount();
+  step.dispose();
+  optimizer.dispose();
+  model.dispose();
+  inputs.dispose();
+  labels.dispose();
+  if (liveAtEnd !== liveAtStart || liveTensorCount() !== liveBefore) {
+    fail(
+      `${spec.name} (CUDA graph): live tensors moved (${liveAtStart} → ${liveAtEnd} over the timed steps, ` +
+        `${liveBefore} → ${liveTensorCount()} over the run)`,
+    );
+  }
+  // The update is inside the graph: its time is the whole step's.
+  return {
+    samplesPerSecond: (counts.steps * spec.batch) / seconds,
+    seconds,
+    updateSeconds: seconds,
     finalLoss,
   };
 }
@@ -296,7 +349,8 @@ async function main() {
               batch: spec.batch,
               inputShape: spec.inputShape,
               classes: spec.classes,
-              adam,
+              // A captured step is measured against PyTorch eager with its own defaults.
+              adam: adam === 'graph' ? 'defaults' : adam,
               ...counts,
             });
           } catch (error) {
@@ -306,12 +360,14 @@ async function main() {
         // Who goes first alternates by round, so a slow spell on the machine hits both sides alike.
         let ours;
         let theirs;
+        const trainOurs = () =>
+          adam === 'graph' ? trainFlodlGraph(spec, counts) : trainFlodl(spec, counts, device, adam);
         if (round % 2 === 0) {
-          ours = trainFlodl(spec, counts, device, adam);
+          ours = trainOurs();
           theirs = await trainTheirs();
         } else {
           theirs = await trainTheirs();
-          ours = trainFlodl(spec, counts, device, adam);
+          ours = trainOurs();
         }
         run.flodl.push(ours);
         run.pytorch.push(theirs);

@@ -73,6 +73,17 @@ def build(name):
             nn.ReLU(),
             nn.Linear(128, 10),
         )
+    if name == "cnn-small":
+        return nn.Sequential(
+            nn.Conv2d(1, 8, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(8, 16, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Flatten(),
+            nn.Linear(16 * 7 * 7, 10),
+        )
     if name == "lstm":
         return LstmClassifier()
     if name == "transformer":

@@ -153,6 +153,38 @@ export abstract class AdamBase extends Optimizer<AdamGroupOptions, AdamState> {
   /** True for decoupled weight decay (AdamW), as the fused kernel needs to know. */
   protected abstract readonly decoupledWeightDecay: boolean;
 
+  /** Step counts on the device, made for a captured step: the graph advances them itself. */
+  readonly #deviceSteps = new Map<Tensor, Tensor>();
+
+  /** @internal The fused kernel reads the step count from the device: capturable. */
+  override captureRefusal(): string | null {
+    if (this.paramGroups.every((group) => group.fused)) return null;
+    const name = this.constructor.name;
+    return `${name} computes its bias correction on the host unless fused: create it with { fused: true } (CUDA) to capture its step`;
+  }
+
+  /** @internal Moves each step count the fused kernel reads onto the device, once. */
+  override prepareCapture(): void {
+    for (const [param, state] of this.state) {
+      if (this.#deviceSteps.has(param)) continue;
+      this.#deviceSteps.set(param, keep(full([], state.step, { dtype: 'float32', device: param.device })));
+    }
+  }
+
+  /** @internal A replay advanced the device counts; the host ones follow. */
+  override noteReplayedStep(): void {
+    for (const param of this.#deviceSteps.keys()) {
+      const state = this.state.get(param);
+      if (state !== undefined) state.step += 1;
+    }
+  }
+
+  override dispose(): void {
+    for (const step of this.#deviceSteps.values()) step.dispose();
+    this.#deviceSteps.clear();
+    super.dispose();
+  }
+
   protected override takesGroupWhole(group: ParamGroup<AdamGroupOptions>): boolean {
     return group.fused || foreachChosen(group.foreach);
   }
@@ -186,10 +218,15 @@ export abstract class AdamBase extends Optimizer<AdamGroupOptions, AdamState> {
     }
     tidy(() => {
       // The kernel reads this step's number (counted before the call, as PyTorch's _fused_adam
-      // does) from float32 scalar tensors; the state keeps the count itself.
-      const steps = items.map(({ param, state }) =>
-        full([], state.step + 1, { dtype: 'float32', device: param.device }),
-      );
+      // does) from float32 scalar tensors; the state keeps the count itself. After
+      // prepareCapture the counts live on the device and are advanced there (graph-safe).
+      const steps = items.map(({ param, state }) => {
+        const onDevice = this.#deviceSteps.get(param);
+        if (onDevice === undefined)
+          return full([], state.step + 1, { dtype: 'float32', device: param.device });
+        onDevice.add_(1);
+        return onDevice;
+      });
       aten.call('fusedAdam', ...groupTensors(items, group.amsgrad), steps, ...this.#settings(group));
     });
     for (const { state } of items) state.step += 1;

@@ -132,6 +132,25 @@ export abstract class Optimizer<
     this.onParamGroupAdded(this.paramGroups[this.paramGroups.length - 1]!);
   }
 
+  /**
+   * @internal Why this optimizer's step cannot be captured into a CUDA graph, or null when it
+   * can: a captured step replays its GPU work only, so an update that computes a value on the
+   * host each step (a bias correction from the step count) would replay a stale one. The base
+   * refuses; optimizers whose update is GPU work with constant scalars say null.
+   */
+  captureRefusal(): string | null {
+    return `${this.definition.name} computes part of its update on the host each step`;
+  }
+
+  /** @internal Called once before a step is captured (state the graph must update on the GPU). */
+  prepareCapture(): void {}
+
+  /**
+   * @internal Called after each replay of a captured step: the host-side counters a step
+   * advances (the GPU ones advanced in the replay).
+   */
+  noteReplayedStep(): void {}
+
   /** @internal Called after a group is added (Adagrad fills its accumulators here). */
   protected onParamGroupAdded(_group: ParamGroup<TOptions>): void {}
 

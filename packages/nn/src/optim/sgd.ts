@@ -136,6 +136,11 @@ export class SGD extends Optimizer<SGDGroupOptions, SGDState> {
     });
   }
 
+  /** @internal SGD's update is GPU work with the group's constant scalars: capturable. */
+  override captureRefusal(): string | null {
+    return null;
+  }
+
   protected stepParameter(
     param: Tensor,
     grad: Tensor,

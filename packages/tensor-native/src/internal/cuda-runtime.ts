@@ -85,3 +85,16 @@ export const events = {
   elapsed: (start: number, end: number): number => native.eventElapsed(start, end),
   destroy: (id: number): void => native.eventDestroy(id),
 };
+
+/** CUDA graphs, by id: capture of the current stream, replay, and the capture status. */
+export const graphs = {
+  create: (): number => native.graphCreate(),
+  /** `poolOf`: -1, or a graph whose memory pool this capture shares; `mode`: 0 global, 1 thread-local, 2 relaxed. */
+  captureBegin: (id: number, poolOf: number, mode: number): void =>
+    native.graphCaptureBegin(id, poolOf, mode),
+  captureEnd: (id: number): void => native.graphCaptureEnd(id),
+  replay: (id: number): void => native.graphReplay(id),
+  destroy: (id: number): void => native.graphDestroy(id),
+  /** Whether the current stream of `device` is being captured. */
+  capturing: (device: number): boolean => native.graphCapturing(device),
+};

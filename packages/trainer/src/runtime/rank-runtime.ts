@@ -16,6 +16,7 @@ import type { BundleReason, CheckpointMeta, DataCursor } from '../checkpoint/met
 import type { CheckpointBundle } from '../checkpoint/read.js';
 import type { BundleSource } from '../checkpoint/write.js';
 import type { Batch } from '../data/batch.js';
+import { CapturedTrainStep } from './captured-train-step.js';
 import { ControlDrain } from './control-drain.js';
 import { CursorTracker } from './data-cursor.js';
 import { PlanReader } from './plan-reader.js';
@@ -23,7 +24,7 @@ import { type BundlePlace, restoreRank, saveClusterBundle, saveRankBundle } from
 import { checkpointAndBundle, runCheckpoint, runEval } from './runtime-callbacks.js';
 import type { ChunkReport, RankRuntimeOptions } from './runtime-options.js';
 import { loadState, paramNorm as normOf, snapshotState } from './snapshots.js';
-import { holdLockstep, planReport, stepOptimizer } from './step-bookkeeping.js';
+import { applySchedule, holdLockstep, planReport, stepOptimizer } from './step-bookkeeping.js';
 import { messageOf, runTrainStep, sleep } from './train-step.js';
 import type { AnyModule, EpochState, TrainedState, TrainingDataset, TrainStep } from './types.js';
 
@@ -76,6 +77,8 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   #lastLr: number | undefined;
   #roundsHeld = 0;
   #disposed = false;
+  /** The captured step of `cudaGraph`, made at the first step. */
+  #captured: CapturedTrainStep<M> | undefined;
   readonly #cursor: CursorTracker;
   readonly #control: ControlDrain;
   #bundleRequested = false;
@@ -193,8 +196,15 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   /** Clip → LR → optimizer step → zeroGrad → counters. Gradients must be populated. */
   optimizerStepAndBookkeep(): void {
     this.#checkLive('optimizerStepAndBookkeep');
-    const lrStep = this.#options.scheduler === undefined ? 0 : this.globalStep + this.stepsSinceAvg;
-    stepOptimizer(this.optimizer, this.#parameters, this.#options, lrStep);
+    stepOptimizer(this.optimizer, this.#parameters, this.#options, this.#lrStep());
+    this.#countStep();
+  }
+
+  #lrStep(): number {
+    return this.#options.scheduler === undefined ? 0 : this.globalStep + this.stepsSinceAvg;
+  }
+
+  #countStep(): void {
     this.localStep += 1;
     if (!this.session) this.#stepsSinceAvg += 1;
   }
@@ -262,6 +272,19 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
     where: { epoch: number; batch: number },
   ): [number, number] {
     const started = performance.now();
+    if (this.#options.cudaGraph) {
+      this.#captured ??= new CapturedTrainStep(
+        this.model,
+        this.optimizer,
+        trainStep,
+        batch.names,
+        this.#options.maxGradNorm,
+      );
+      applySchedule(this.optimizer, this.#options, this.#lrStep());
+      const loss = this.#captured.run(batch, where);
+      this.#countStep();
+      return [loss, performance.now() - started];
+    }
     const loss = runTrainStep(this.model, trainStep, batch, where, () => this.optimizerStepAndBookkeep());
     return [loss, performance.now() - started];
   }
@@ -562,6 +585,8 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   /** Frees the loader (and what it prepared ahead). Idempotent. */
   dispose(): void {
     if (this.#disposed) return;
+    this.#captured?.dispose();
+    this.#captured = undefined;
     this.#reader.dispose();
     this.#disposed = true;
   }

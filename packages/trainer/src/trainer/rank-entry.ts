@@ -162,6 +162,7 @@ export async function joinClusterRank<M extends AnyModule>(
     ...(scheduler ? { scheduler } : {}),
     ...(options.prefetch === undefined ? {} : { prefetch: options.prefetch }),
     ...(options.resident === undefined ? {} : { resident: options.resident }),
+    ...(options.cudaGraph ? { cudaGraph: true } : {}),
     callbacks: callbacksOf(spec),
     ...(options.savePath === undefined ? {} : { savePath: options.savePath }),
     ...(options.keepLast === undefined ? {} : { keepLast: options.keepLast }),

@@ -24,6 +24,12 @@ const native = nativeOps(
   'eventQuery',
   'eventElapsed',
   'eventDestroy',
+  'graphCreate',
+  'graphCaptureBegin',
+  'graphCaptureEnd',
+  'graphReplay',
+  'graphDestroy',
+  'graphCapturing',
 );
 
 /** Allocator statistics of one CUDA device, in bytes. */

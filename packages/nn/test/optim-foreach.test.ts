@@ -11,6 +11,7 @@ import {
   type Tensor,
   tidy,
 } from '@flodl/tensor-native';
+import { expectFlodlError } from '@flodl/testing';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { clipGradNorm_ } from '../src/clip.js';
 import { Linear } from '../src/layers/linear.js';
@@ -149,6 +150,43 @@ describe('the foreach option', () => {
     optimizer.dispose();
     layer.dispose();
     input.dispose();
+  });
+
+  it('the native steps refuse lists that do not match, naming the argument', () => {
+    const params = leaves(6);
+    tidy(() => params[0]!.setGrad(params[0]!.detach().clone()));
+    // params[1] has no gradient: the step reads every parameter's own.
+    expectFlodlError(
+      () => aten.call('foreachSgd', params.slice(0, 2), undefined, undefined, 0.1, 0, 0, 0, false, false),
+      'ERR_INVALID_ARGUMENT',
+    );
+    expectFlodlError(
+      () => aten.call('foreachSgd', params.slice(0, 1), undefined, [], 0.1, 0.9, 0, 0, false, false),
+      'ERR_INVALID_ARGUMENT',
+    );
+    expectFlodlError(
+      () =>
+        aten.call(
+          'foreachAdamExact',
+          params.slice(0, 1),
+          undefined,
+          [],
+          [],
+          undefined,
+          [1],
+          [1],
+          1e-3,
+          0.9,
+          0.999,
+          0,
+          1e-8,
+          false,
+          false,
+          false,
+        ),
+      'ERR_INVALID_ARGUMENT',
+    );
+    disposeAll(params);
   });
 
   it('rejects a foreach option that is not a boolean or null', () => {

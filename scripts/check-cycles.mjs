@@ -2,7 +2,8 @@
 // Fails when a package's source files import each other in a circle (ARCHITECTURE.md: no
 // cycles). Reads every packages/*/src/**/*.ts and apps/*/src/**/*.ts, follows relative imports
 // and re-exports (type-only ones too, as `madge --circular` does: a type circle is a layering
-// circle), and prints each circle found as its files. `npm test` runs it.
+// circle), and prints each circle found as its files. It also fails when a file outside a
+// package's src/internal/ imports that package's raw native binding (STYLE.md). `npm test` runs it.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -82,12 +83,37 @@ const sources = groups
 const graph = new Map();
 for (const file of sources.flatMap(sourceFiles)) graph.set(file, edgesOf(file));
 
+/**
+ * Imports of a package's raw native binding (`src/internal/binding.ts`) from outside that
+ * package's `src/internal/` (STYLE.md: only src/internal/ touches the raw binding).
+ */
+function bindingLeaks(graph) {
+  const leaks = [];
+  for (const [file, targets] of graph) {
+    for (const target of targets) {
+      if (!target.endsWith(join('src', 'internal', 'binding.ts'))) continue;
+      const internalDir = dirname(target);
+      if (!file.startsWith(`${internalDir}/`)) leaks.push([file, target]);
+    }
+  }
+  return leaks;
+}
+
 const found = circles(graph);
+const leaks = bindingLeaks(graph);
 if (found.length === 0) {
   console.log(`import cycles: none in ${graph.size} source files`);
 } else {
   console.error(`import cycles: ${found.length} circle(s) of source files importing each other`);
   for (const component of found)
     console.error(`  ${component.map((file) => relative(root, file)).join(' ⇄ ')}`);
-  process.exit(1);
 }
+if (leaks.length === 0) {
+  console.log('raw binding: imported only from src/internal/');
+} else {
+  console.error(
+    `raw binding: ${leaks.length} file(s) outside src/internal/ import it (go through src/internal/, e.g. nativeOps)`,
+  );
+  for (const [file, target] of leaks) console.error(`  ${relative(root, file)} → ${relative(root, target)}`);
+}
+if (found.length > 0 || leaks.length > 0) process.exit(1);

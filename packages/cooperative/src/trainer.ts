@@ -25,7 +25,8 @@ export class CooperativeTrainerBuilder<M extends AnyModule = AnyModule> extends 
    * launcher around, this process becomes the launcher: it starts one rank per device running
    * this same script, waits for the run, and exits (it never gets a Worker).
    *
-   * The `trainStep` given to the builder is not called: the loop does the forward.
+   * The `trainStep` given to the builder is called only by `worker.trainStep()`; a loop that
+   * does its own forward and calls `step(loss)` never runs it.
    *
    * @throws FlodlError ERR_INVALID_ARGUMENT for missing, bad or contradictory options
    */
@@ -45,6 +46,8 @@ export class CooperativeTrainerBuilder<M extends AnyModule = AnyModule> extends 
           optimizer.dispose();
           model.dispose();
         },
+        trainStep: spec.trainStep as TrainStep<AnyModule>,
+        cudaGraph: spec.options.cudaGraph === true,
       });
     }
     if (role.kind === 'rank') {
@@ -66,7 +69,13 @@ export class CooperativeTrainerBuilder<M extends AnyModule = AnyModule> extends 
           await prepared?.stop();
           progress.finish('training done');
         };
-        return new Worker<M>({ kind: 'cluster', rank, afterFinish });
+        return new Worker<M>({
+          kind: 'cluster',
+          rank,
+          afterFinish,
+          trainStep: spec.trainStep as TrainStep<AnyModule>,
+          cudaGraph: spec.options.cudaGraph === true,
+        });
       } catch (error) {
         writeDeathRecord(error);
         throw error;

@@ -12,6 +12,7 @@ import type {
   RankRuntime,
   RunMonitor,
   TrainedState,
+  TrainStep,
 } from '@flodl/trainer';
 import { saveFinal } from '@flodl/trainer';
 
@@ -22,8 +23,22 @@ export interface StepOutcome {
 
 /** @internal How a Worker was formed. */
 export type WorkerLink<M extends AnyModule> =
-  | { kind: 'single'; runtime: RankRuntime<M>; numEpochs: number; monitor?: RunMonitor; release: () => void }
-  | { kind: 'cluster'; rank: ClusterRank<M>; afterFinish: () => Promise<void> };
+  | {
+      kind: 'single';
+      runtime: RankRuntime<M>;
+      numEpochs: number;
+      monitor?: RunMonitor;
+      release: () => void;
+      trainStep: TrainStep<AnyModule>;
+      cudaGraph: boolean;
+    }
+  | {
+      kind: 'cluster';
+      rank: ClusterRank<M>;
+      afterFinish: () => Promise<void>;
+      trainStep: TrainStep<AnyModule>;
+      cudaGraph: boolean;
+    };
 
 const OP = 'Worker';
 
@@ -151,6 +166,13 @@ export class Worker<M extends AnyModule = AnyModule> {
    */
   async step(loss: Tensor): Promise<StepOutcome> {
     this.#checkOpen('step');
+    if (this.#link.cudaGraph) {
+      throw new FlodlError('ERR_INVALID_ARGUMENT', 'with cudaGraph, the step runs inside the graph', {
+        op: `${OP}.step`,
+        expected: "worker.trainStep() after nextBatch() (it runs the builder's trainStep captured)",
+        got: 'step(loss) after a forward outside the graph',
+      });
+    }
     const state = this.#state;
     if (!state || this.#computeStart === undefined) {
       throw new FlodlError('ERR_INVALID_ARGUMENT', 'Worker.step called with no batch in flight', {
@@ -176,6 +198,38 @@ export class Worker<M extends AnyModule = AnyModule> {
     await this.#runtime.afterStep(state, value, ms);
     if (state.shutdown) this.#shutdown = true;
     return { shutdown: state.shutdown };
+  }
+
+  /**
+   * One whole step on the batch in flight with the builder's `trainStep` (forward and loss),
+   * then the framework's tail as `step`: backward, clipping, LR, optimizer step, counters and
+   * the coordinator's requests. With `cudaGraph` the step is captured into a CUDA graph once
+   * and replayed per batch (the only way to train a Worker with `cudaGraph`).
+   *
+   * @throws FlodlError ERR_INVALID_ARGUMENT when no batch is in flight; what `trainStep`
+   *   threw, naming the epoch and batch
+   */
+  async trainStep(): Promise<StepOutcome & { loss: number }> {
+    this.#checkOpen('trainStep');
+    const state = this.#state;
+    const batch = this.#inFlight;
+    if (!state || batch === undefined || this.#computeStart === undefined) {
+      throw new FlodlError('ERR_INVALID_ARGUMENT', 'Worker.trainStep called with no batch in flight', {
+        op: `${OP}.trainStep`,
+        expected: 'worker.nextBatch() first, then trainStep()',
+        got: 'no batch',
+      });
+    }
+    const [loss] = this.#runtime.trainStep(this.#link.trainStep as TrainStep<M>, batch, {
+      epoch: state.epoch,
+      batch: state.batchDone - 1,
+    });
+    const ms = performance.now() - this.#computeStart;
+    this.#computeStart = undefined;
+    this.#releaseBatch();
+    await this.#runtime.afterStep(state, loss, ms);
+    if (state.shutdown) this.#shutdown = true;
+    return { shutdown: state.shutdown, loss };
   }
 
   /**

@@ -120,4 +120,30 @@ describe('cooperative Worker, one device', () => {
     const cooperative = await worker.finish();
     expect(hex(cooperative.params)).toEqual(hex(managed.params));
   });
+
+  it('trainStep() runs the builder\'s trainStep as the managed Trainer does, bit for bit', async () => {
+    manualSeed(5);
+    const data = deterministic(48);
+    const managed = await builder(data, 2).run().join();
+    const worker = await builder(data, 2).intoWorker();
+    await expect(worker.trainStep()).rejects.toThrow(/no batch in flight/);
+    const losses: number[] = [];
+    for await (const _plan of worker.plans()) {
+      for await (const _batch of worker.batches()) {
+        const outcome = await worker.trainStep();
+        expect(outcome.shutdown).toBe(false);
+        losses.push(outcome.loss);
+      }
+    }
+    const cooperative = await worker.finish();
+    expect(losses.length).toBe(24);
+    expect(hex(cooperative.params)).toEqual(hex(managed.params));
+  });
+
+  it('cudaGraph is refused off CUDA, before anything starts', async () => {
+    await expect(builder(deterministic(16)).cudaGraph().intoWorker()).rejects.toSatisfy(
+      (error: unknown) => FlodlError.isInstance(error) && /CUDA graph step needs CUDA devices/.test(error.message),
+    );
+    expect(() => builder(deterministic(16)).cudaGraph('yes' as never).run()).toThrow(/cudaGraph/);
+  });
 });

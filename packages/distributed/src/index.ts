@@ -6,12 +6,14 @@
 
 export type { ElCheConfigOptions, ElCheMode, SpeedHint } from './coordinator/config.js';
 export type { CoordinatorOptions } from './coordinator/coordinator-config.js';
+export type { ElCheState } from './coordinator/el-che/el-che.js';
 export type {
   DeathCause,
   MaxFailureThreshold,
   RankDeathRecord,
 } from './coordinator/membership.js';
 export type { CoordinatorNotice } from './coordinator/messages.js';
+export type { CoordinatorResume } from './coordinator/resume.js';
 export type { EpochCallbackPolicy } from './coordinator/roles.js';
 export { AveragingHost, type AveragingHostOptions } from './host/averaging-host.js';
 export {

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FlodlError } from '@flodl/tensor-native';
-import { captureWarnings } from '@flodl/testing';
+import { alive, captureWarnings } from '@flodl/testing';
 import { describe, expect, it } from 'vitest';
 import {
   deathRecordPath,
@@ -20,7 +20,6 @@ import {
   type RankProcessInfo,
 } from '../src/launcher/index.js';
 import './fixtures/cluster-setup.js'; // runs the .ts rank fixtures through this package's tsx
-import { alive } from './fixtures/process-alive.js';
 
 // A failing rank can reset its connection; the coordinator logs the drop (expected here).
 captureWarnings([

@@ -3,10 +3,10 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { alive } from '@flodl/testing';
 import { describe, expect, it } from 'vitest';
 import { KILL_GRACE_ENV, LAUNCHER_PID_ENV, orphanGuardNodeArgs, resolveTsx } from '../src/launcher/index.js';
 import './fixtures/cluster-setup.js'; // runs the .ts rank fixtures through this package's tsx
-import { alive } from './fixtures/process-alive.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const driver = join(here, 'fixtures', 'orphan-launcher.ts');

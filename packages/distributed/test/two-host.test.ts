@@ -1,6 +1,6 @@
 // Two hosts in network namespaces made by the test (ip netns + a veth pair): each runs its own
 // launcher with one rank; rank 1 dials the coordinator on the other host's address, and both
-// train with CpuSync averaging over the control and data channels. Root only; skipped otherwise.
+// average every step (CpuSync) over the control and data channels. Root only; skipped otherwise.
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

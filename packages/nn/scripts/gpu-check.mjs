@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // CUDA checks of autograd and nn that need no test runner (run on a GPU machine after
 // packages/tensor-native/scripts/gpu-run.sh built the addon): training steps on CUDA match
-// the CPU, cuDNN recurrent layers, fused Adam/AdamW, float16 autocast with GradScaler.
+// the CPU, cuDNN recurrent layers, foreach SGD/Adam/AdamW, fused Adam/AdamW, float16 autocast
+// with GradScaler.
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { assert, check, finish } from '../../tensor-native/scripts/check-harness.mjs';
@@ -119,6 +120,31 @@ check('cuDNN RNN weights live in one flat buffer through to(), loadStateDict and
   }),
 );
 
+/**
+ * Two copies of two CUDA weights, stepped 20 times with the same random gradients: `multi` by
+ * `make(multi, {})` (the default, foreach), `single` by `make(single, { foreach: false })`;
+ * `beforeStep(weights)` runs on each copy before each step.
+ */
+function stepTwins(make, beforeStep = () => {}) {
+  const starts = [randn([64, 32], { device: 'cuda' }), randn([32], { device: 'cuda' })];
+  const multi = starts.map((start) => start.clone().requiresGrad_());
+  const single = starts.map((start) => start.clone().requiresGrad_());
+  const foreach = make(multi, {});
+  const plain = make(single, { foreach: false });
+  for (let step = 0; step < 20; step++) {
+    const gradients = starts.map((start) => randn(start.shape, { device: 'cuda' }));
+    for (const [weights, optimizer] of [
+      [multi, foreach],
+      [single, plain],
+    ]) {
+      for (const [k, weight] of weights.entries()) weight.setGrad(gradients[k].clone());
+      beforeStep(weights);
+      optimizer.step();
+    }
+  }
+  return { multi, single, foreach, plain };
+}
+
 check('foreach Adam and AdamW (the CUDA default) match the per-parameter update', () =>
   tidy(() => {
     assert(flodl.aten.has('foreachAdam'), 'no foreach kernels in this build');
@@ -127,22 +153,10 @@ check('foreach Adam and AdamW (the CUDA default) match the per-parameter update'
         [false, false],
         [true, true],
       ]) {
-        const starts = [randn([64, 32], { device: 'cuda' }), randn([32], { device: 'cuda' })];
-        const multi = starts.map((start) => start.clone().requiresGrad_());
-        const single = starts.map((start) => start.clone().requiresGrad_());
         const options = { lr: 1e-2, weightDecay: 0.1, amsgrad, maximize };
-        const foreach = new Kind(multi, options);
-        const plain = new Kind(single, { ...options, foreach: false });
-        for (let step = 0; step < 20; step++) {
-          const gradients = starts.map((start) => randn(start.shape, { device: 'cuda' }));
-          for (const [weights, optimizer] of [
-            [multi, foreach],
-            [single, plain],
-          ]) {
-            for (const [k, weight] of weights.entries()) weight.setGrad(gradients[k].clone());
-            optimizer.step();
-          }
-        }
+        const { multi, single, foreach, plain } = stepTwins(
+          (weights, extra) => new Kind(weights, { ...options, ...extra }),
+        );
         for (const [k, weight] of multi.entries()) {
           assert(
             weight.allclose(single[k], { atol: 1e-6, rtol: 1e-5 }),
@@ -154,6 +168,40 @@ check('foreach Adam and AdamW (the CUDA default) match the per-parameter update'
       }
     }
   }),
+);
+
+check(
+  'foreach SGD, clipGradNorm_ and zeroGrad on CUDA (multi-tensor kernels) match the per-parameter ops',
+  () =>
+    tidy(() => {
+      for (const options of [
+        { lr: 0.1, momentum: 0.9, nesterov: true, weightDecay: 0.01 },
+        { lr: 0.05, momentum: 0.5, dampening: 0.2, maximize: true },
+      ]) {
+        const { multi, single, foreach, plain } = stepTwins(
+          (weights, extra) => new nn.SGD(weights, { ...options, ...extra }),
+          (weights) => nn.clipGradNorm_(weights, 5),
+        );
+        for (const [k, weight] of multi.entries()) {
+          assert(
+            weight.allclose(single[k], { atol: 1e-6, rtol: 1e-5 }),
+            `SGD ${JSON.stringify(options)} differs`,
+          );
+        }
+        foreach.zeroGrad(false);
+        assert(
+          multi.every((weight) => weight.grad.abs().sum().item() === 0),
+          'zeroGrad(false) left a gradient non-zero',
+        );
+        foreach.zeroGrad();
+        assert(
+          multi.every((weight) => weight.grad === null),
+          'zeroGrad() left a gradient',
+        );
+        foreach.dispose();
+        plain.dispose();
+      }
+    }),
 );
 
 check('fused Adam and AdamW match the per-parameter update', () =>

@@ -1,6 +1,6 @@
 // Gradient clipping (PyTorch: torch.nn.utils.clip_grad_norm_ and clip_grad_value_).
 import { noGrad } from '@flodl/autograd';
-import { FlodlError, invalidArgument, stack, Tensor, tidy } from '@flodl/tensor-native';
+import { aten, FlodlError, invalidArgument, Tensor, tidy } from '@flodl/tensor-native';
 
 /** Options of {@link clipGradNorm_}. */
 export interface ClipGradNormOptions {
@@ -16,7 +16,8 @@ export interface ClipGradNormOptions {
  *     total = ‖(‖g₁‖ₚ, …, ‖gₙ‖ₚ)‖ₚ   (p = ∞: the largest |gᵢ| element)
  *     gᵢ ← gᵢ · min(1, maxNorm / (total + 1e-6))
  *
- * Parameters without a gradient are ignored; with none at all the result is 0.
+ * Parameters without a gradient are ignored; with none at all the result is 0. The norms and
+ * the scaling take one native call each, whatever the number of parameters.
  *
  * @param parameters the parameters (or one parameter) whose `.grad` to clip
  * @param maxNorm the largest total norm allowed
@@ -56,15 +57,10 @@ export function clipGradNorm_(
   }
   return noGrad(() =>
     tidy(() => {
-      const grads = list.map((param) => param.grad).filter((grad): grad is Tensor => grad !== null);
-      if (grads.length === 0) return 0;
-      let total: Tensor;
-      if (p === Number.POSITIVE_INFINITY) {
-        const norms = grads.map((grad) => grad.abs().max());
-        total = norms.length === 1 ? norms[0]! : stack(norms).max();
-      } else {
-        total = stack(grads.map((grad) => grad.norm(p))).norm(p);
-      }
+      // One native call for the norms (libtorch's _foreach_norm, then the norm of the norms;
+      // p = ∞: the largest absolute element) and one for the scaling, op for op as PyTorch.
+      const total: Tensor | null = aten.call('gradsNorm', list, p);
+      if (total === null) return 0;
       const totalNorm = total.item();
       if (options.errorIfNonfinite === true && !Number.isFinite(totalNorm)) {
         throw new FlodlError(
@@ -77,9 +73,8 @@ export function clipGradNorm_(
           },
         );
       }
-      // As PyTorch: `max_norm / (total + 1e-6)` is `reciprocal() * max_norm` on the 0-d tensor.
-      const coefficient = total.add(1e-6).reciprocal().mul(maxNorm).clamp(undefined, 1.0);
-      for (const grad of grads) grad.mul_(coefficient);
+      // As PyTorch: every gradient times min(1, max_norm / (total + 1e-6)), on the 0-d tensor.
+      aten.call('clipGrads', list, total, maxNorm);
       return totalNorm;
     }),
   );

@@ -7,6 +7,7 @@ export {
   type GradScalerState,
   type ScalableOptimizer,
 } from './amp/grad-scaler.js';
+export { type CapturedLossFn, CapturedStep, type CapturedStepOptions } from './captured-step.js';
 export { load, save } from './checkpoint/module-io.js';
 export { loadOptimizer, saveOptimizer } from './checkpoint/optimizer-io.js';
 export {

@@ -4,6 +4,7 @@
 
 import { noGrad } from '@flodl/autograd';
 import {
+  aten,
   type Device,
   type DType,
   FlodlError,
@@ -121,12 +122,16 @@ export abstract class Module<Inputs extends unknown[] = [Tensor], Output = Tenso
     return [...this.namedBuffers()].map(([, buffer]) => buffer);
   }
 
-  /** Clears every parameter's gradient (`setToNone`, the default) or zeroes it in place. */
+  /**
+   * Clears every parameter's gradient (`setToNone`, the default) or zeroes it in place (a
+   * gradient built with `createGraph` is cut from its graph first, as PyTorch does), in one
+   * native call. PyTorch: `module.zero_grad(set_to_none)`.
+   */
   zeroGrad(setToNone = true): void {
-    for (const parameter of this.parameters()) {
-      if (setToNone) parameter.zeroGrad();
-      else tidy(() => parameter.grad?.zero_());
+    if (typeof setToNone !== 'boolean') {
+      throw invalidArgument(`${this.constructor.name}.zeroGrad`, 'setToNone', 'a boolean', setToNone);
     }
+    aten.call('zeroGrads', this.parameters(), setToNone);
   }
 
   /** Stops gradients for every parameter (fine-tuning, feature extraction). */

@@ -1,6 +1,7 @@
 """Per-op dispatch cost of PyTorch from Python on small tensors (the reference side of
 `pnpm bench:dispatch`). Prints one JSON object: op name -> nanoseconds per op.
-Arguments: iterations, device (cpu or cuda; on cuda the clock is read after a synchronize)."""
+Arguments: iterations, device (cpu or cuda; on cuda the clock is read after a synchronize),
+repeats (the best of this many timings is kept; default 3)."""
 import json
 import sys
 import time
@@ -10,6 +11,7 @@ import torch
 torch.set_num_threads(1)
 iterations = int(sys.argv[1]) if len(sys.argv) > 1 else 200000
 device = sys.argv[2] if len(sys.argv) > 2 else "cpu"
+repeats = max(1, int(sys.argv[3])) if len(sys.argv) > 3 else 3
 sync = torch.cuda.synchronize if device != "cpu" else (lambda: None)
 torch.manual_seed(0)
 x = torch.rand(64, device=device)
@@ -38,7 +40,7 @@ for name, fn in cases.items():
         fn()
     sync()
     best = float("inf")
-    for _ in range(3):
+    for _ in range(repeats):
         start = time.perf_counter_ns()
         for _ in range(iterations):
             fn()

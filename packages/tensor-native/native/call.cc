@@ -99,6 +99,24 @@ c10::optional<at::Scalar> Call::optionalScalar(size_t i) {
 std::vector<int64_t> Call::integers(size_t i) {
   if (i >= info.Length()) invalid(i, "an array of integers");
   if (info[i].IsNumber()) return {integer(i)};
+  // A Float64Array is read in place: one N-API call for the whole list, where an Array
+  // costs two per element (the hot path of reshape and view passes one).
+  bool isTyped = false;
+  napi_is_typedarray(env, raw(i), &isTyped);
+  if (isTyped) {
+    napi_typedarray_type type;
+    size_t count = 0;
+    void* data = nullptr;
+    napi_get_typedarray_info(env, raw(i), &type, &count, &data, nullptr, nullptr);
+    if (type != napi_float64_array) invalid(i, "an array of integers");
+    const double* values = static_cast<const double*>(data);
+    std::vector<int64_t> out(count);
+    for (size_t k = 0; k < count; ++k) {
+      if (!isSafeInteger(values[k])) invalid(i, "an array of integers");
+      out[k] = static_cast<int64_t>(values[k]);
+    }
+    return out;
+  }
   if (!info[i].IsArray()) invalid(i, "an array of integers");
   Napi::Array array = info[i].As<Napi::Array>();
   const uint32_t count = array.Length();

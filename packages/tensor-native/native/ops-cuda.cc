@@ -1,7 +1,9 @@
 // CUDA streams and events: pool streams, a scoped current-stream switch, events to order
 // work across streams and to time it, and record_stream for tensors used on another stream.
-// A CPU-only build registers the same entries; they refuse with ERR_DEVICE.
+// CUDA graphs: capture and replay. A CPU-only build registers the same entries; they refuse
+// with ERR_DEVICE.
 #include <ATen/ATen.h>
+#include <torch/version.h>
 
 #include <vector>
 
@@ -9,6 +11,7 @@
 
 #ifdef FLODL_CUDA
 #include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
@@ -21,6 +24,7 @@ namespace {
 struct CudaObjects {
   std::vector<c10::cuda::CUDAStream> streams;
   std::vector<std::unique_ptr<at::cuda::CUDAEvent>> events;
+  std::vector<std::unique_ptr<at::cuda::CUDAGraph>> graphs;
 };
 
 CudaObjects& objects(Call& c) {
@@ -122,6 +126,70 @@ FLODL_OP(recordStream) {
   c.tensor(0).record_stream(streamAt(c, 1));
   return c.undefined();
 }
+
+// --- CUDA graphs: capture the work queued on the current (non-default) stream once, replay it.
+at::cuda::CUDAGraph& graphAt(Call& c, size_t i) {
+  const int64_t id = c.integer(i);
+  auto& list = objects(c).graphs;
+  if (id < 0 || static_cast<size_t>(id) >= list.size() || !list[static_cast<size_t>(id)]) c.invalid(i, "a CUDA graph");
+  return *list[static_cast<size_t>(id)];
+}
+
+// graphCreate() -> id
+FLODL_OP(graphCreate) {
+  objects(c).graphs.push_back(std::make_unique<at::cuda::CUDAGraph>());
+  return Napi::Number::New(c.env, static_cast<double>(objects(c).graphs.size() - 1));
+}
+
+// graphCaptureBegin(graph, poolOf, mode): starts capturing the current stream. poolOf: -1, or a
+// graph whose private memory pool this capture shares; mode: 0 global, 1 thread-local, 2 relaxed.
+FLODL_OP(graphCaptureBegin) {
+  auto& graph = graphAt(c, 0);
+  const int64_t poolOf = c.integer(1);
+  // The pool id's type moved between releases; the graph's own accessor names it.
+  decltype(graph.pool()) pool{0, 0};
+  if (poolOf >= 0) pool = graphAt(c, 1).pool();
+  const int64_t mode = c.integer(2);
+  if (mode < 0 || mode > 2) c.invalid(2, "a capture mode in [0, 2]");
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+  const auto captureMode = mode == 0   ? cudaStreamCaptureModeGlobal
+                           : mode == 1 ? cudaStreamCaptureModeThreadLocal
+                                       : cudaStreamCaptureModeRelaxed;
+  graph.capture_begin(pool, captureMode);
+#else
+  if (mode != 0) c.state.fail("ERR_CUDA_GRAPH", c.op, "this libtorch captures in the global error mode only");
+  graph.capture_begin(pool);
+#endif
+  return c.undefined();
+}
+
+FLODL_OP(graphCaptureEnd) {
+  graphAt(c, 0).capture_end();
+  return c.undefined();
+}
+
+FLODL_OP(graphReplay) {
+  graphAt(c, 0).replay();
+  return c.undefined();
+}
+
+// graphDestroy(graph): frees the graph and its executable (its private pool is released once no
+// graph shares it and no tensor allocated from it is alive).
+FLODL_OP(graphDestroy) {
+  const int64_t id = c.integer(0);
+  auto& list = objects(c).graphs;
+  if (id >= 0 && static_cast<size_t>(id) < list.size()) list[static_cast<size_t>(id)].reset();
+  return c.undefined();
+}
+
+// graphCapturing(device) -> whether the current stream of `device` is being captured.
+FLODL_OP(graphCapturing) {
+  const auto stream = c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(c.integer(0)));
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  const cudaError_t error = cudaStreamIsCapturing(stream.stream(), &status);
+  if (error != cudaSuccess) c.state.fail("ERR_NATIVE", c.op, cudaGetErrorString(error));
+  return Napi::Boolean::New(c.env, status != cudaStreamCaptureStatusNone);
+}
 #else
 #define NO_CUDA(NAME) \
   FLODL_OP(NAME) { c.state.fail("ERR_DEVICE", c.op, "CUDA is not available in this build"); }
@@ -138,6 +206,12 @@ NO_CUDA(eventQuery)
 NO_CUDA(eventElapsed)
 NO_CUDA(eventDestroy)
 NO_CUDA(recordStream)
+NO_CUDA(graphCreate)
+NO_CUDA(graphCaptureBegin)
+NO_CUDA(graphCaptureEnd)
+NO_CUDA(graphReplay)
+NO_CUDA(graphDestroy)
+NO_CUDA(graphCapturing)
 #endif
 
 }  // namespace
@@ -156,6 +230,12 @@ void registerCudaOps(Registry& r) {
   FLODL_REGISTER(r, eventElapsed);
   FLODL_REGISTER(r, eventDestroy);
   FLODL_REGISTER(r, recordStream);
+  FLODL_REGISTER(r, graphCreate);
+  FLODL_REGISTER(r, graphCaptureBegin);
+  FLODL_REGISTER(r, graphCaptureEnd);
+  FLODL_REGISTER(r, graphReplay);
+  FLODL_REGISTER(r, graphDestroy);
+  FLODL_REGISTER(r, graphCapturing);
 }
 
 }  // namespace flodl

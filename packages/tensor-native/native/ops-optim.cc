@@ -1,10 +1,15 @@
-// Multi-tensor optimizer steps of libtorch 2.x: the fused Adam/AdamW kernels (one CUDA kernel
-// per step; CUDA builds) and the foreach Adam/AdamW step (a dozen multi-tensor kernels for the
-// whole group, PyTorch's default for CUDA parameters). Builds without them do not register
-// these entries; @flodl/nn checks `aten.has(...)` and falls back to per-parameter ops.
+// The optimizer step's multi-tensor ops: libtorch 2.x's fused Adam/AdamW kernels (one CUDA
+// kernel per step; CUDA builds) and foreach Adam/AdamW step (PyTorch's multi-tensor order, the
+// default for CUDA parameters), and, on every libtorch, one call per group for the Adam/AdamW and
+// SGD updates op for op as the per-parameter ones (bit for bit equal on the CPU, where libtorch's
+// _foreach_* ops apply the per-tensor op to each entry), zeroing every gradient of a list and the
+// clipping of their total norm. Builds without the 2.x kernels do not register those entries;
+// @flodl/nn checks `aten.has(...)` and falls back to per-parameter ops.
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 #include <torch/version.h>
+
+#include <cmath>
 
 #include "call.h"
 
@@ -22,9 +27,25 @@
 namespace flodl {
 namespace {
 
-#if defined(FLODL_FUSED_ADAM) || defined(FLODL_FOREACH_ADAM)
-// What both Adam kernels take: the group's lists from argument 0 on (params, grads, both
-// moments, the maxima with amsgrad, else absent) and its settings from argument `first` on
+// The gradients of a group: argument i as a list, or, when absent, the accumulated gradient of
+// every parameter (each must have one; @flodl/nn asks `hasGrads` first).
+std::vector<at::Tensor> groupGrads(Call& c, size_t i, const std::vector<at::Tensor>& params) {
+  if (!c.isAbsent(i)) {
+    std::vector<at::Tensor> grads = c.tensors(i);
+    if (grads.size() != params.size()) c.invalid(i, "one gradient per parameter");
+    return grads;
+  }
+  std::vector<at::Tensor> grads;
+  grads.reserve(params.size());
+  for (const at::Tensor& param : params) {
+    if (!param.grad().defined()) c.invalid(0, "parameters that all have a gradient");
+    grads.push_back(param.grad());
+  }
+  return grads;
+}
+
+// What the Adam steps take: the group's lists from argument 0 on (params, grads or absent for
+// the params' own, both moments, the maxima with amsgrad, else absent) and its settings from argument `first` on
 // (lr, beta1, beta2, weightDecay, eps, amsgrad, maximize, decoupled).
 struct AdamGroup {
   std::vector<at::Tensor> params, grads, expAvgs, expAvgSqs, maxExpAvgSqs;
@@ -33,8 +54,10 @@ struct AdamGroup {
 };
 
 AdamGroup readAdamGroup(Call& c, size_t first) {
-  AdamGroup g{c.tensors(0),
-              c.tensors(1),
+  std::vector<at::Tensor> params = c.tensors(0);
+  std::vector<at::Tensor> grads = groupGrads(c, 1, params);
+  AdamGroup g{std::move(params),
+              std::move(grads),
               c.tensors(2),
               c.tensors(3),
               c.isAbsent(4) ? std::vector<at::Tensor>{} : c.tensors(4),
@@ -47,11 +70,40 @@ AdamGroup readAdamGroup(Call& c, size_t first) {
               c.flag(first + 6),
               c.flag(first + 7)};
   const size_t n = g.params.size();
-  if (g.grads.size() != n || g.expAvgs.size() != n || g.expAvgSqs.size() != n) c.invalid(1, "one entry per parameter");
+  if (n == 0) c.invalid(0, "at least one parameter");
+  if (g.expAvgs.size() != n || g.expAvgSqs.size() != n) c.invalid(2, "one entry per parameter");
   if (g.amsgrad && g.maxExpAvgSqs.size() != n) c.invalid(4, "one max_exp_avg_sq per parameter with amsgrad");
   return g;
 }
-#endif
+
+// The multi-tensor steps' first ops: the gradients (negated with maximize) with the L2 penalty
+// added, or the parameters shrunk by the decoupled one (AdamW).
+std::vector<at::Tensor> decayedDirections(AdamGroup& g) {
+  std::vector<at::Tensor> directions = g.maximize ? at::_foreach_neg(g.grads) : g.grads;
+  if (g.weightDecay != 0) {
+    if (g.decoupled) {
+      at::_foreach_mul_(g.params, at::Scalar(1 - g.lr * g.weightDecay));
+    } else {
+      directions = at::_foreach_add(directions, g.params, at::Scalar(g.weightDecay));
+    }
+  }
+  return directions;
+}
+
+// Argument i as a list of numbers, each turned into a Scalar (per-tensor step sizes).
+std::vector<at::Scalar> scalarList(Call& c, size_t i, size_t expected) {
+  if (!c.info[i].IsArray()) c.invalid(i, "an array of numbers");
+  const Napi::Array array = c.info[i].As<Napi::Array>();
+  if (array.Length() != expected) c.invalid(i, "one number per parameter");
+  std::vector<at::Scalar> out;
+  out.reserve(expected);
+  for (uint32_t k = 0; k < array.Length(); ++k) {
+    const Napi::Value value = array.Get(k);
+    if (!value.IsNumber()) c.invalid(i, "an array of numbers");
+    out.emplace_back(value.As<Napi::Number>().DoubleValue());
+  }
+  return out;
+}
 
 #ifdef FLODL_FUSED_ADAM
 // fusedAdam(params[], grads[], expAvgs[], expAvgSqs[], maxExpAvgSqs[]?, steps[], lr, beta1, beta2,
@@ -76,21 +128,6 @@ FLODL_OP(fusedAdam) {
 #endif
 
 #ifdef FLODL_FOREACH_ADAM
-// Argument i as a list of numbers, each turned into a Scalar (per-tensor step sizes).
-std::vector<at::Scalar> scalarList(Call& c, size_t i, size_t expected) {
-  if (!c.info[i].IsArray()) c.invalid(i, "an array of numbers");
-  const Napi::Array array = c.info[i].As<Napi::Array>();
-  if (array.Length() != expected) c.invalid(i, "one number per parameter");
-  std::vector<at::Scalar> out;
-  out.reserve(expected);
-  for (uint32_t k = 0; k < array.Length(); ++k) {
-    const Napi::Value value = array.Get(k);
-    if (!value.IsNumber()) c.invalid(i, "an array of numbers");
-    out.emplace_back(value.As<Napi::Number>().DoubleValue());
-  }
-  return out;
-}
-
 // foreachAdam(params[], grads[], expAvgs[], expAvgSqs[], maxExpAvgSqs[]?, stepSizes[],
 //             biasCorrection2Sqrts[], lr, beta1, beta2, weightDecay, eps, amsgrad, maximize, decoupled)
 // One Adam/AdamW step over a whole group with multi-tensor kernels, op for op as PyTorch's
@@ -101,14 +138,7 @@ FLODL_OP(foreachAdam) {
   const std::vector<at::Scalar> stepSizes = scalarList(c, 5, g.params.size());
   const std::vector<at::Scalar> biasCorrection2Sqrts = scalarList(c, 6, g.params.size());
   at::NoGradGuard noGrad;
-  std::vector<at::Tensor> directions = g.maximize ? at::_foreach_neg(g.grads) : g.grads;
-  if (g.weightDecay != 0) {
-    if (g.decoupled) {
-      at::_foreach_mul_(g.params, at::Scalar(1 - g.lr * g.weightDecay));
-    } else {
-      directions = at::_foreach_add(directions, g.params, at::Scalar(g.weightDecay));
-    }
-  }
+  std::vector<at::Tensor> directions = decayedDirections(g);
   at::_foreach_lerp_(g.expAvgs, directions, at::Scalar(1 - g.beta1));
   at::_foreach_mul_(g.expAvgSqs, at::Scalar(g.beta2));
   at::_foreach_addcmul_(g.expAvgSqs, directions, directions, at::Scalar(1 - g.beta2));
@@ -127,10 +157,249 @@ FLODL_OP(foreachAdam) {
 }
 #endif
 
+// The gradients the parameters have, skipping those without one.
+std::vector<at::Tensor> definedGrads(const std::vector<at::Tensor>& params) {
+  std::vector<at::Tensor> grads;
+  grads.reserve(params.size());
+  for (const at::Tensor& param : params) {
+    if (param.grad().defined()) grads.push_back(param.grad());
+  }
+  return grads;
+}
+
+// True when every tensor is on the CPU: there libtorch's _foreach_* ops loop over the per-tensor
+// ops anyway, so the steps below run the whole update of one parameter before the next (its
+// tensors stay in cache) and launch the same kernels as the per-parameter update.
+bool allOnCpu(const std::vector<at::Tensor>& params, const std::vector<at::Tensor>& grads) {
+  for (const at::Tensor& t : params) if (!t.is_cpu()) return false;
+  for (const at::Tensor& t : grads) if (!t.is_cpu()) return false;
+  return true;
+}
+
+// Parameter k's Adam/AdamW update, op for op as AdamBase.stepParameter in @flodl/nn.
+void adamOne(AdamGroup& g, size_t k, const at::Scalar& stepSize, const at::Scalar& biasCorrection2Sqrt) {
+  at::Tensor& param = g.params[k];
+  at::Tensor direction = g.maximize ? g.grads[k].neg() : g.grads[k];
+  if (g.weightDecay != 0) {
+    if (g.decoupled) {
+      param.mul_(at::Scalar(1 - g.lr * g.weightDecay));
+    } else {
+      direction = direction.add(param, at::Scalar(g.weightDecay));
+    }
+  }
+  g.expAvgs[k].mul_(at::Scalar(g.beta1)).add_(direction, at::Scalar(1 - g.beta1));
+  g.expAvgSqs[k].mul_(at::Scalar(g.beta2)).addcmul_(direction, direction, at::Scalar(1 - g.beta2));
+  at::Tensor second = g.expAvgSqs[k];
+  if (g.amsgrad) {
+    g.maxExpAvgSqs[k].copy_(at::maximum(g.maxExpAvgSqs[k], g.expAvgSqs[k]));
+    second = g.maxExpAvgSqs[k];
+  }
+  const at::Tensor denominator = second.sqrt().div(biasCorrection2Sqrt).add_(at::Scalar(g.eps));
+  param.addcdiv_(g.expAvgs[k], denominator, stepSize);
+}
+
+// The same update over the whole group with multi-tensor ops, one op for every parameter at a time.
+void adamForeach(AdamGroup& g, at::ArrayRef<at::Scalar> stepSizes, at::ArrayRef<at::Scalar> biasCorrection2Sqrts) {
+  std::vector<at::Tensor> directions = decayedDirections(g);
+  at::_foreach_mul_(g.expAvgs, at::Scalar(g.beta1));
+  at::_foreach_add_(g.expAvgs, directions, at::Scalar(1 - g.beta1));
+  at::_foreach_mul_(g.expAvgSqs, at::Scalar(g.beta2));
+  at::_foreach_addcmul_(g.expAvgSqs, directions, directions, at::Scalar(1 - g.beta2));
+  directions.clear();
+  if (g.amsgrad) at::_foreach_maximum_(g.maxExpAvgSqs, g.expAvgSqs);
+  std::vector<at::Tensor> denominators = at::_foreach_sqrt(g.amsgrad ? g.maxExpAvgSqs : g.expAvgSqs);
+  at::_foreach_div_(denominators, biasCorrection2Sqrts);
+  at::_foreach_add_(denominators, at::Scalar(g.eps));
+  at::_foreach_addcdiv_(g.params, g.expAvgs, denominators, stepSizes);
+}
+
+// foreachAdamExact(params[], grads[]?, expAvgs[], expAvgSqs[], maxExpAvgSqs[]?, stepSizes[],
+//                  biasCorrection2Sqrts[], lr, beta1, beta2, weightDecay, eps, amsgrad, maximize, decoupled)
+// One Adam/AdamW step over a whole group in one call, op for op as the per-parameter update
+// (PyTorch's _single_tensor_adam: the first moment by mul_ and add_, not lerp), so on the CPU
+// it is bit for bit that update; the arguments are foreachAdam's. Grads absent: the params'.
+FLODL_OP(foreachAdamExact) {
+  AdamGroup g = readAdamGroup(c, 7);
+  const size_t n = g.params.size();
+  const std::vector<at::Scalar> stepSizes = scalarList(c, 5, n);
+  const std::vector<at::Scalar> biasCorrection2Sqrts = scalarList(c, 6, n);
+  at::NoGradGuard noGrad;
+  if (allOnCpu(g.params, g.grads)) {
+    for (size_t k = 0; k < n; ++k) adamOne(g, k, stepSizes[k], biasCorrection2Sqrts[k]);
+  } else {
+    adamForeach(g, stepSizes, biasCorrection2Sqrts);
+  }
+  return c.undefined();
+}
+
+// What an SGD step takes: the group's lists, its momentum buffers (undefined where a parameter
+// has none yet) and its settings.
+struct SgdGroup {
+  std::vector<at::Tensor> params, grads, buffers;
+  double lr, momentum, dampening, weightDecay;
+  bool nesterov, maximize;
+};
+
+// Parameter k's SGD update, op for op as SGD.stepParameter in @flodl/nn; a missing momentum
+// buffer starts as a clone of the direction.
+void sgdOne(SgdGroup& g, size_t k) {
+  at::Tensor direction = g.maximize ? g.grads[k].neg() : g.grads[k];
+  if (g.weightDecay != 0) direction = direction.add(g.params[k], at::Scalar(g.weightDecay));
+  if (g.momentum != 0) {
+    at::Tensor& buffer = g.buffers[k];
+    if (!buffer.defined()) {
+      buffer = direction.clone();
+    } else {
+      buffer.mul_(at::Scalar(g.momentum)).add_(direction, at::Scalar(1 - g.dampening));
+    }
+    direction = g.nesterov ? direction.add(buffer, at::Scalar(g.momentum)) : buffer;
+  }
+  g.params[k].add_(direction, at::Scalar(-g.lr));
+}
+
+// The same update over the whole group with multi-tensor ops.
+void sgdForeach(SgdGroup& g) {
+  std::vector<at::Tensor> directions = g.maximize ? at::_foreach_neg(g.grads) : g.grads;
+  if (g.weightDecay != 0) directions = at::_foreach_add(directions, g.params, at::Scalar(g.weightDecay));
+  if (g.momentum == 0) {
+    at::_foreach_add_(g.params, directions, at::Scalar(-g.lr));
+    return;
+  }
+  std::vector<at::Tensor> running, runningDirections;
+  for (size_t k = 0; k < g.params.size(); ++k) {
+    if (g.buffers[k].defined()) {
+      running.push_back(g.buffers[k]);
+      runningDirections.push_back(directions[k]);
+    } else {
+      g.buffers[k] = directions[k].clone();
+    }
+  }
+  if (!running.empty()) {
+    at::_foreach_mul_(running, at::Scalar(g.momentum));
+    at::_foreach_add_(running, runningDirections, at::Scalar(1 - g.dampening));
+  }
+  if (g.nesterov) directions = at::_foreach_add(directions, g.buffers, at::Scalar(g.momentum));
+  at::_foreach_add_(g.params, g.nesterov ? directions : g.buffers, at::Scalar(-g.lr));
+}
+
+// Argument i as one momentum buffer (or null) per parameter: undefined tensors where null.
+std::vector<at::Tensor> momentumBuffers(Call& c, size_t i, size_t n) {
+  if (!c.info[i].IsArray() || c.info[i].As<Napi::Array>().Length() != n) {
+    c.invalid(i, "one momentum buffer (or null) per parameter");
+  }
+  const Napi::Array list = c.info[i].As<Napi::Array>();
+  std::vector<at::Tensor> buffers(n);
+  for (uint32_t k = 0; k < n; ++k) {
+    const Napi::Value entry = list.Get(k);
+    if (entry.IsNull() || entry.IsUndefined()) continue;
+    if (!entry.IsNumber()) c.invalid(i, "an array of Tensors or nulls");
+    at::Tensor* found = c.state.tensors().find(entry.As<Napi::Number>().DoubleValue());
+    if (found == nullptr) c.state.fail("ERR_DISPOSED", c.op, "momentum buffer " + std::to_string(k) + " was disposed");
+    buffers[k] = *found;
+  }
+  return buffers;
+}
+
+// foreachSgd(params[], grads[]?, momentumBuffers[]?, lr, momentum, dampening, weightDecay,
+//            nesterov, maximize) -> (Tensor | null)[] | undefined
+// One SGD step over a whole group in one call, op for op as the per-parameter update (PyTorch's
+// _single_tensor_sgd). With momentum, momentumBuffers has one entry per parameter, null where
+// the parameter has none yet: that buffer starts as a clone of the direction and comes back in
+// the result at its index (null elsewhere). Grads absent: the params'.
+FLODL_OP(foreachSgd) {
+  std::vector<at::Tensor> params = c.tensors(0);
+  const size_t n = params.size();
+  if (n == 0) c.invalid(0, "at least one parameter");
+  std::vector<at::Tensor> grads = groupGrads(c, 1, params);
+  SgdGroup g{std::move(params), std::move(grads), {}, c.number(3), c.number(4), c.number(5), c.number(6),
+             c.flag(7), c.flag(8)};
+  g.buffers = g.momentum != 0 ? momentumBuffers(c, 2, n) : std::vector<at::Tensor>(n);
+  std::vector<bool> fresh(n);
+  for (size_t k = 0; k < n; ++k) fresh[k] = g.momentum != 0 && !g.buffers[k].defined();
+  {
+    at::NoGradGuard noGrad;
+    if (allOnCpu(g.params, g.grads)) {
+      for (size_t k = 0; k < n; ++k) sgdOne(g, k);
+    } else {
+      sgdForeach(g);
+    }
+  }
+  if (g.momentum == 0) return c.undefined();
+  Napi::Array out = Napi::Array::New(c.env, n);
+  for (size_t k = 0; k < n; ++k) {
+    out.Set(static_cast<uint32_t>(k), fresh[k] ? c.state.adopt(g.buffers[k]) : c.env.Null());
+  }
+  return out;
+}
+
+// hasGrads(params[]) -> boolean[]: whether each parameter has an accumulated gradient.
+FLODL_OP(hasGrads) {
+  const std::vector<at::Tensor> params = c.tensors(0);
+  Napi::Array out = Napi::Array::New(c.env, params.size());
+  for (size_t k = 0; k < params.size(); ++k) {
+    out.Set(static_cast<uint32_t>(k), Napi::Boolean::New(c.env, params[k].grad().defined()));
+  }
+  return out;
+}
+
+// zeroGrads(params[], setToNone): clears every gradient of the list in one call: set to none, or
+// filled with zeros in place (a gradient built with createGraph cut from its graph first).
+FLODL_OP(zeroGrads) {
+  const std::vector<at::Tensor> params = c.tensors(0);
+  if (c.flag(1)) {
+    for (const at::Tensor& param : params) param.mutable_grad() = at::Tensor();
+    return c.undefined();
+  }
+  std::vector<at::Tensor> grads = definedGrads(params);
+  for (const at::Tensor& grad : grads) {
+    if (grad.grad_fn()) grad.detach_();
+  }
+  at::NoGradGuard noGrad;
+  if (!grads.empty()) at::_foreach_zero_(grads);
+  return c.undefined();
+}
+
+// gradsNorm(params[], p) -> Tensor | null: the total p-norm of the gradients the parameters
+// have (null with none), op for op as clipGradNorm_: the norm of the per-gradient norms, or
+// with p = +inf the largest absolute element.
+FLODL_OP(gradsNorm) {
+  const std::vector<at::Tensor> grads = definedGrads(c.tensors(0));
+  const double p = c.number(1);
+  if (grads.empty()) return c.env.Null();
+  at::NoGradGuard noGrad;
+  if (std::isinf(p) && p > 0) {
+    std::vector<at::Tensor> norms;
+    norms.reserve(grads.size());
+    for (const at::Tensor& grad : grads) norms.push_back(at::max(at::abs(grad)));
+    return c.result(norms.size() == 1 ? norms[0] : at::max(at::stack(norms, 0)));
+  }
+  const std::vector<at::Tensor> norms = at::_foreach_norm(grads, at::Scalar(p));
+  return c.result(at::linalg_vector_norm(at::stack(norms, 0), at::Scalar(p), c10::nullopt, false, c10::nullopt));
+}
+
+// clipGrads(params[], total, maxNorm): multiplies every gradient the parameters have by
+// min(1, maxNorm / (total + 1e-6)), computed on the 0-d `total` as clipGradNorm_ does.
+FLODL_OP(clipGrads) {
+  const std::vector<at::Tensor> grads = definedGrads(c.tensors(0));
+  const at::Tensor& total = c.tensor(1);
+  const double maxNorm = c.number(2);
+  at::NoGradGuard noGrad;
+  const at::Tensor coefficient =
+      at::clamp(at::mul(at::reciprocal(at::add(total, at::Scalar(1e-6))), at::Scalar(maxNorm)), c10::nullopt,
+                at::Scalar(1.0));
+  for (const at::Tensor& grad : grads) grad.mul_(coefficient);
+  return c.undefined();
+}
+
 }  // namespace
 
 void registerOptimOps(Registry& r) {
-  (void)r;
+  FLODL_REGISTER(r, foreachAdamExact);
+  FLODL_REGISTER(r, foreachSgd);
+  FLODL_REGISTER(r, hasGrads);
+  FLODL_REGISTER(r, zeroGrads);
+  FLODL_REGISTER(r, gradsNorm);
+  FLODL_REGISTER(r, clipGrads);
 #ifdef FLODL_FOREACH_ADAM
   FLODL_REGISTER(r, foreachAdam);
 #endif

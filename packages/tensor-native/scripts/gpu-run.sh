@@ -5,9 +5,12 @@
 # from the same sources, then runs the phases asked for (default: tests):
 #   tests        `pnpm test:gpu`: every package suite on cuda, then the CUDA-only checks
 #   collectives  c10d NCCL all-reduce / broadcast across the GPUs (2 or more)
-#   cluster      the averaging modes with one rank process per GPU (2 or more), then the same
-#                with rank 1 dying mid-run
-#   bench        bench:dispatch and bench:train on cuda against this machine's PyTorch
+#   cluster      the averaging modes through the managed Trainer, one rank process per GPU
+#                (2 or more), then the same with rank 1 dying mid-run
+#   bench        bench:dispatch and bench:train (with its CUDA-graph column) on cuda against
+#                this machine's PyTorch
+#   graphs       the CUDA graph tests (CudaGraph, CapturedStep) and bench:train's small models
+#                with and without a captured step
 #   managed      bench:managed on cuda: the managed Trainer against a hand-written loop, on
 #                the Fashion-MNIST test split carried in .device/fashion-mnist
 #   ddp          bench:ddp on CPU ranks: the fastest rank alone against two ranks in each
@@ -55,12 +58,18 @@ for phase in "${phases[@]}"; do
       else echo "collectives skipped: $gpus GPU(s)"; fi ;;
     cluster)
       if [ "$gpus" -ge 2 ]; then
-        { node packages/distributed/scripts/gpu-cluster.mjs --nproc "$gpus" &&
-          node packages/distributed/scripts/gpu-cluster.mjs --nproc "$gpus" --kill-rank 1 --kill-at 20; } 2>&1 | log cluster || status=1
+        { node packages/trainer/scripts/gpu-cluster.mjs --nproc "$gpus" &&
+          node packages/trainer/scripts/gpu-cluster.mjs --nproc "$gpus" --kill-rank 1 --kill-at 20; } 2>&1 | log cluster || status=1
       else echo "cluster skipped: $gpus GPU(s)"; fi ;;
     bench)
       (node --expose-gc packages/tensor-native/bench/dispatch.mjs --device cuda --iterations 50000 &&
-        node --expose-gc packages/trainer/bench/train.mjs --device cuda --model all) 2>&1 | log bench || status=1 ;;
+        node --expose-gc packages/trainer/bench/train.mjs --device cuda --model all --cuda-graph) 2>&1 | log bench || status=1 ;;
+    graphs)
+      vitest="$root/node_modules/vitest/vitest.mjs"
+      ((cd packages/tensor-native && FLODL_TEST_DEVICE=cuda node "$vitest" run test/cuda-graph.test.ts) &&
+        (cd packages/nn && FLODL_TEST_DEVICE=cuda node "$vitest" run test/captured-step.test.ts) &&
+        node --expose-gc packages/trainer/bench/train.mjs --device cuda --model mlp64,cnn-small --cuda-graph) 2>&1 |
+        log graphs || status=1 ;;
     managed)
       if [ -d .device/fashion-mnist ]; then
         (cd packages/trainer && node --expose-gc --import tsx bench/managed.ts --device cuda \

@@ -7,7 +7,8 @@ import { callByName, hasNativeOp } from './internal/dispatch.js';
 export const aten = {
   /**
    * Calls the native op `name` with Tensors passed as tensors (arrays of Tensors too); a
-   * numeric result is a new Tensor, an array result a Tensor[]. Failures are FlodlErrors.
+   * numeric result is a new Tensor, an array result a Tensor[] (its nulls and booleans kept).
+   * Failures are FlodlErrors.
    *
    * @example aten.call('conv2d', input, weight, bias, [1, 1], [0, 0], [1, 1], 1)
    */

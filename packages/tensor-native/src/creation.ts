@@ -2,9 +2,9 @@
 import { type Device, deviceCode, optionDeviceCode } from './device.js';
 import { type DType, parseDType } from './dtype.js';
 import { FlodlError, invalidArgument } from './errors.js';
-import { native } from './internal/binding.js';
 import { dtypeCode } from './internal/codes.js';
 import { call } from './internal/methods.js';
+import { nativeOps } from './internal/native-ops.js';
 import {
   checkInt,
   checkNonNegativeInteger,
@@ -14,6 +14,30 @@ import {
   checkShape,
 } from './internal/validate.js';
 import { Tensor, type TensorData, type TensorOptions } from './tensor.js';
+
+// The addon entries this file calls (see internal/native-ops.ts).
+const native = nativeOps(
+  'fromTypedArray',
+  'zeros',
+  'ones',
+  'empty',
+  'full',
+  'rand',
+  'randn',
+  'randint',
+  'arange',
+  'linspace',
+  'eye',
+  'zerosLike',
+  'onesLike',
+  'emptyLike',
+  'fullLike',
+  'randLike',
+  'randnLike',
+  'randintLike',
+  'fromBytes',
+  'toBytes',
+);
 
 export type { TensorData, TensorOptions } from './tensor.js';
 

@@ -6,7 +6,8 @@ import { FlodlError, invalidArgument } from './errors.js';
 import { cudaDeviceCount, events, streams } from './internal/cuda-runtime.js';
 import { Tensor } from './tensor.js';
 
-function deviceIndex(op: string, device: number | undefined): number {
+/** @internal The CUDA device index `device` names (default 0), checked; ERR_DEVICE without CUDA. */
+export function deviceIndex(op: string, device: number | undefined): number {
   const count = cudaDeviceCount();
   if (count === 0)
     throw new FlodlError('ERR_DEVICE', 'CUDA is not available', {

@@ -17,7 +17,8 @@ export type FlodlErrorCode =
   | 'ERR_TIMEOUT'
   | 'ERR_IO'
   | 'ERR_CHECKPOINT'
-  | 'ERR_AUTOGRAD';
+  | 'ERR_AUTOGRAD'
+  | 'ERR_CUDA_GRAPH';
 
 export interface FlodlErrorOptions {
   /** The operation that failed, e.g. `add` or `Tensor.from`. */

@@ -1,11 +1,14 @@
 // Free functions that take several tensors: cat, stack, where, and the PyTorch-style
 // function forms of the Tensor methods users most often call as functions.
 import { FlodlError, invalidArgument } from './errors.js';
-import { native } from './internal/binding.js';
 import { call } from './internal/methods.js';
+import { nativeOps } from './internal/native-ops.js';
 import { checkInt } from './internal/validate.js';
 import { whereOf } from './ops-math.js';
 import { normalizeDim, Tensor } from './tensor.js';
+
+// The addon entries this file calls (see internal/native-ops.ts).
+const native = nativeOps('cat', 'stack', 'einsum', 'rsubScalar', 'scalarTensor', 'div', 'powScalarBase');
 
 function checkList(op: string, tensors: unknown): Tensor[] {
   if (!Array.isArray(tensors) || tensors.length === 0)

@@ -39,6 +39,12 @@ export {
   zerosLike,
 } from './creation.js';
 export { type CudaMemoryStats, cuda } from './cuda.js';
+export {
+  type CaptureErrorMode,
+  CudaGraph,
+  type CudaGraphCaptureOptions,
+  isCurrentStreamCapturing,
+} from './cuda-graph.js';
 export { CudaEvent, CudaStream, withStream } from './cuda-streams.js';
 export {
   type Device,

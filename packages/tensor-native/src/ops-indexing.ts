@@ -1,10 +1,25 @@
 // Indexing on Tensor: index tensors and masks, gathering and scattering.
 import { FlodlError, invalidArgument } from './errors.js';
-import { native } from './internal/binding.js';
 import { diagnose } from './internal/diagnose.js';
 import { call } from './internal/methods.js';
+import { nativeOps } from './internal/native-ops.js';
 import { checkBoolean, checkScalar } from './internal/validate.js';
 import { normalizeDim, Tensor } from './tensor.js';
+
+// The addon entries this file calls (see internal/native-ops.ts).
+const native = nativeOps(
+  'indexSelect',
+  'index',
+  'gather',
+  'scatter',
+  'scatterValue',
+  'scatterAdd',
+  'scatterReduce',
+  'maskedFillTensor',
+  'maskedFill',
+  'maskedSelect',
+  'nonzero',
+);
 
 declare module './tensor.js' {
   interface Tensor {

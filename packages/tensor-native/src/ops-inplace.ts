@@ -1,9 +1,31 @@
 // In-place updates (names end in `_`, as in PyTorch). They return the same Tensor object.
 import { invalidArgument } from './errors.js';
-import { native } from './internal/binding.js';
 import { callInPlace } from './internal/methods.js';
+import { nativeOps } from './internal/native-ops.js';
 import { checkBoolean, checkNumber, checkScalar } from './internal/validate.js';
 import { Tensor } from './tensor.js';
+
+// The addon entries this file calls (see internal/native-ops.ts).
+const native = nativeOps(
+  'add_',
+  'addScalar_',
+  'sub_',
+  'mul_',
+  'mulScalar_',
+  'div_',
+  'divScalar_',
+  'pow_',
+  'addcmul_',
+  'addcdiv_',
+  'lerp_',
+  'copy_',
+  'zero_',
+  'fill_',
+  'clamp_',
+  'maskedFill_',
+  'uniform_',
+  'normal_',
+);
 
 declare module './tensor.js' {
   interface Tensor {
@@ -111,9 +133,12 @@ proto.clamp_ = function clamp_(this: Tensor, min?: number, max?: number): Tensor
   if (max !== undefined) checkScalar('clamp_', 'max', max);
   return callInPlace('clamp_', this, {}, () => native.clamp_(this._h, min, max));
 };
-for (const name of ['sqrt_', 'neg_', 'exp_', 'relu_', 'erfinv_', 'tanh_', 'sigmoid_'] as const) {
+const UNARY_IN_PLACE = ['sqrt_', 'neg_', 'exp_', 'relu_', 'erfinv_', 'tanh_', 'sigmoid_'] as const;
+const unaryInPlaceNative = nativeOps(...UNARY_IN_PLACE);
+for (const name of UNARY_IN_PLACE) {
+  const run = unaryInPlaceNative[name];
   proto[name] = function (this: Tensor): Tensor {
-    return callInPlace(name, this, {}, () => native[name](this._h));
+    return callInPlace(name, this, {}, () => run(this._h));
   };
 }
 proto.maskedFill_ = function maskedFill_(this: Tensor, mask: Tensor, value: number | boolean): Tensor {

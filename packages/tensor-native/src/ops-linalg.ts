@@ -1,8 +1,28 @@
 // Matrix products and dense solvers on Tensor.
-import { native } from './internal/binding.js';
+
 import { arithmeticMethod, call, callMany } from './internal/methods.js';
+import { nativeOps } from './internal/native-ops.js';
 import { checkOneOf, checkScalar } from './internal/validate.js';
 import { Tensor } from './tensor.js';
+
+// The addon entries this file calls (see internal/native-ops.ts).
+const native = nativeOps(
+  'matmul',
+  'mm',
+  'bmm',
+  'mv',
+  'dot',
+  'outer',
+  't',
+  'trace',
+  'addmm',
+  'solve',
+  'inv',
+  'det',
+  'cholesky',
+  'pinv',
+  'qr',
+);
 
 declare module './tensor.js' {
   interface Tensor {

@@ -1,12 +1,59 @@
 // Element-wise math, activations, comparisons and logical ops on Tensor.
 import type { DType } from './dtype.js';
 import { invalidArgument } from './errors.js';
-import { native } from './internal/binding.js';
 import { dtypeCode } from './internal/codes.js';
 import { diagnose } from './internal/diagnose.js';
 import { arithmeticMethod, call, unaryMethod } from './internal/methods.js';
+import { nativeOps } from './internal/native-ops.js';
 import { checkInt, checkOneOf, checkOptions, checkScalar } from './internal/validate.js';
 import { Tensor } from './tensor.js';
+
+// The addon entries this file calls (see internal/native-ops.ts).
+const native = nativeOps(
+  'add',
+  'addScalar',
+  'sub',
+  'subScalar',
+  'mul',
+  'mulScalar',
+  'div',
+  'divScalar',
+  'pow',
+  'powScalar',
+  'remainder',
+  'remainderScalar',
+  'fmod',
+  'fmodScalar',
+  'atan2',
+  'maximum',
+  'minimum',
+  'eq',
+  'eqScalar',
+  'ne',
+  'neScalar',
+  'lt',
+  'ltScalar',
+  'le',
+  'leScalar',
+  'gt',
+  'gtScalar',
+  'ge',
+  'geScalar',
+  'logicalAnd',
+  'logicalOr',
+  'logicalXor',
+  'lerp',
+  'gelu',
+  'leakyRelu',
+  'elu',
+  'softplus',
+  'round',
+  'clamp',
+  'clampTensor',
+  'allclose',
+  'scalarTensor',
+  'where',
+);
 
 type Operand = Tensor | number | boolean;
 
@@ -208,8 +255,9 @@ const UNARY = [
   'logicalNot',
   'bitwiseNot',
 ] as const;
+const unaryNative = nativeOps(...UNARY);
 for (const name of UNARY) {
-  (proto as unknown as Record<string, unknown>)[name] = unaryMethod(name, native[name]);
+  (proto as unknown as Record<string, unknown>)[name] = unaryMethod(name, unaryNative[name]);
 }
 
 proto.gelu = function gelu(this: Tensor, approximate: 'none' | 'tanh' = 'none'): Tensor {

@@ -1,11 +1,39 @@
 // Reductions, scans and normalisers on Tensor. Dims are checked here, before native code.
 import { type DType, parseDType } from './dtype.js';
-import { native } from './internal/binding.js';
 import { dtypeCode } from './internal/codes.js';
 import { diagnose } from './internal/diagnose.js';
 import { call, callMany } from './internal/methods.js';
+import { nativeOps } from './internal/native-ops.js';
 import { checkBoolean, checkInt, checkOptions, checkScalar } from './internal/validate.js';
 import { normalizeDim, Tensor } from './tensor.js';
+
+// The addon entries this file calls (see internal/native-ops.ts).
+const native = nativeOps(
+  'sum',
+  'mean',
+  'prod',
+  'maxAll',
+  'minAll',
+  'maxDim',
+  'minDim',
+  'maximum',
+  'minimum',
+  'amax',
+  'amin',
+  'argmax',
+  'argmin',
+  'norm',
+  'logsumexp',
+  'countNonzero',
+  'std',
+  'var',
+  'softmax',
+  'logSoftmax',
+  'cumsum',
+  'cumprod',
+  'all',
+  'any',
+);
 
 /** The result of reductions that also locate their values (`max(dim)`, `topk`, `sort`). */
 export interface ValuesIndices {
@@ -157,11 +185,12 @@ proto.argmin = function argmin(this: Tensor, dim?: number, keepdim = false): Ten
 };
 
 function spread(op: 'std' | 'var') {
+  const run = native[op];
   return function (this: Tensor, dim?: number | number[], unbiased = true, keepdim = false): Tensor {
     checkBoolean(op, 'unbiased', unbiased, true);
     checkBoolean(op, 'keepdim', keepdim, false);
     const list = dim === undefined ? undefined : dims(op, this, dim);
-    return call(op, { self: this }, () => native[op](this._h, list, unbiased, keepdim));
+    return call(op, { self: this }, () => run(this._h, list, unbiased, keepdim));
   };
 }
 proto.std = spread('std');
@@ -179,11 +208,12 @@ proto.logsumexp = function logsumexp(this: Tensor, dim: number | number[], keepd
 };
 
 function along(op: 'softmax' | 'logSoftmax' | 'cumsum' | 'cumprod') {
+  const run = native[op];
   return function (this: Tensor, dim: number, options?: ReduceOptions): Tensor {
     checkInt(op, 'dim', dim);
     normalizeDim(op, dim, this.ndim);
     const dtype = optionDtype(op, options);
-    return call(op, { self: this }, () => native[op](this._h, dim, dtype));
+    return call(op, { self: this }, () => run(this._h, dim, dtype));
   };
 }
 proto.softmax = along('softmax');
@@ -192,9 +222,10 @@ proto.cumsum = along('cumsum');
 proto.cumprod = along('cumprod');
 
 function truth(op: 'all' | 'any') {
+  const run = native[op];
   return function (this: Tensor, dim?: number, keepdim = false): Tensor {
     if (dim !== undefined) normalizeDim(op, dim, this.ndim);
-    return call(op, { self: this }, () => native[op](this._h, dim, keepdim));
+    return call(op, { self: this }, () => run(this._h, dim, keepdim));
   };
 }
 proto.all = truth('all');

@@ -1,10 +1,13 @@
 // Sorting on Tensor: sort, argsort, topk.
 import { invalidArgument } from './errors.js';
-import { native } from './internal/binding.js';
 import { call, callMany } from './internal/methods.js';
+import { nativeOps } from './internal/native-ops.js';
 import { checkBoolean } from './internal/validate.js';
 import type { ValuesIndices } from './ops-reduce.js';
 import { normalizeDim, Tensor } from './tensor.js';
+
+// The addon entries this file calls (see internal/native-ops.ts).
+const native = nativeOps('sort', 'argsort', 'topk');
 
 declare module './tensor.js' {
   interface Tensor {

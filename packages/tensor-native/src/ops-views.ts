@@ -1,10 +1,38 @@
 // Views and layout on Tensor: reshaping, dims, slicing, splitting, tiling, triangles.
 import { FlodlError, invalidArgument } from './errors.js';
-import { native } from './internal/binding.js';
 import { diagnose } from './internal/diagnose.js';
 import { call, callMany } from './internal/methods.js';
+import { integerList, nativeOps } from './internal/native-ops.js';
 import { checkInt, checkIntList, checkNonNegativeInteger } from './internal/validate.js';
 import { normalizeDim, Tensor } from './tensor.js';
+
+// The addon entries this file calls (see internal/native-ops.ts).
+const native = nativeOps(
+  'reshape',
+  'view',
+  'flatten',
+  'unflatten',
+  'squeeze',
+  'unsqueeze',
+  'transpose',
+  'permute',
+  'movedim',
+  'expand',
+  'broadcastTo',
+  'narrow',
+  'slice',
+  'select',
+  'chunk',
+  'split',
+  'unbind',
+  'repeat',
+  'repeatInterleave',
+  'flip',
+  'roll',
+  'tril',
+  'triu',
+  'diag',
+);
 
 declare module './tensor.js' {
   interface Tensor {
@@ -97,11 +125,14 @@ function checkShapeVolume(op: string, self: Tensor, shape: number[]): void {
   }
 }
 
-function reshaping(op: 'reshape' | 'view', run: (h: number, shape: number[]) => number) {
+function reshaping(
+  op: 'reshape' | 'view',
+  run: (h: number, shape: Float64Array | readonly number[]) => number,
+) {
   return function (this: Tensor, ...args: number[] | [number[]]): Tensor {
     const shape = sizesOf(op, args);
     try {
-      return new Tensor(run(this._h, shape));
+      return new Tensor(run(this._h, integerList(shape)));
     } catch (error) {
       const diagnosed = diagnose(op, { self: this }, error, 'none');
       if (diagnosed === error) checkShapeVolume(op, this, shape);
@@ -150,7 +181,7 @@ proto.permute = function permute(this: Tensor, ...args: number[] | [number[]]): 
   if (order.length !== ndim || seen.size !== ndim) {
     throw invalidArgument('permute', 'dims', `a permutation of the ${ndim} dims`, order);
   }
-  return call('permute', { self: this }, () => native.permute(this._h, order));
+  return call('permute', { self: this }, () => native.permute(this._h, integerList(order)));
 };
 
 proto.movedim = function movedim(
@@ -168,7 +199,7 @@ proto.expand = function expand(this: Tensor, ...args: number[] | [number[]]): Te
   return call(
     'expand',
     { self: this },
-    () => native.expand(this._h, sizes),
+    () => native.expand(this._h, integerList(sizes)),
     'none',
     () => {
       const shape = this.shape;

@@ -22,9 +22,42 @@ const safetyNet = new FinalizationRegistry<number>((handle) => {
   reclaimHandle(handle);
 });
 
-function net(tensor: Disposable): void {
+function register(tensor: Disposable): void {
   tensor._netted = true;
   safetyNet.register(tensor, tensor._h);
+}
+
+// Tensors owned by the caller wait in a nursery before the safety net watches them: most are
+// disposed within a few ops, and those never pay FinalizationRegistry.register (80-200 ns)
+// nor the retire/reclaim round trips, their slot is reused at once. The live ones are handed
+// to the safety net every NURSERY births, and the rest once per turn of the event loop, so a
+// tensor dropped without dispose is still freed when it is collected.
+const NURSERY = 256;
+const nursery: (Disposable | undefined)[] = new Array(NURSERY).fill(undefined);
+let nurseryCount = 0;
+let sweepPending = false;
+
+function sweepNursery(): void {
+  for (let k = 0; k < nurseryCount; k++) {
+    const tensor = nursery[k]!;
+    nursery[k] = undefined;
+    if (tensor._h >= 0) register(tensor);
+  }
+  nurseryCount = 0;
+}
+
+function sweepOnNextTurn(): void {
+  sweepPending = false;
+  sweepNursery();
+}
+
+function net(tensor: Disposable): void {
+  nursery[nurseryCount++] = tensor;
+  if (nurseryCount === NURSERY) sweepNursery();
+  else if (!sweepPending) {
+    sweepPending = true;
+    setImmediate(sweepOnNextTurn).unref();
+  }
 }
 
 class Scope {
@@ -86,12 +119,13 @@ export function endScope(handle: ScopeHandle, survivors: Iterable<Disposable> = 
   stack.pop();
   current = stack.length > 0 ? stack[stack.length - 1]! : null;
   const keep = survivors instanceof Set ? (survivors as Set<Disposable>) : new Set(survivors);
+  const anyKept = keep.size > 0;
   const tracked = scope.tracked;
   if (doomed.length < tracked.length) doomed = new Float64Array(Math.max(tracked.length, doomed.length * 2));
   let count = 0;
   for (const tensor of tracked) {
     if (tensor._h < 0) continue;
-    if (tensor._kept || keep.has(tensor)) adoptInto(current, tensor);
+    if (tensor._kept || (anyKept && keep.has(tensor))) adoptInto(current, tensor);
     else {
       doomed[count++] = tensor._h;
       tensor._h = -1;

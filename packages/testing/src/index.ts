@@ -21,3 +21,4 @@ export {
 export { decodeNumber, type EncodedNumber, readFixture } from './encoding.js';
 export { caught, caughtAsync, expectFlodlError, type FlodlErrorLike, isFlodlError } from './errors.js';
 export { type CapturedWarnings, captureWarnings, type IsolatedRun, runIsolated } from './noise.js';
+export { alive } from './process.js';

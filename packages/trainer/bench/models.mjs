@@ -59,6 +59,24 @@ class TransformerClassifier extends Module {
 /** @type {ModelSpec[]} */
 export const MODELS = [
   {
+    name: 'mlp64',
+    description: 'MLP 64-64-64-64-10, ReLU (small and dispatch-bound)',
+    batch: 32,
+    inputShape: [64],
+    classes: 10,
+    defaults: { cpu: { steps: 2000, warmup: 100 }, cuda: { steps: 2000, warmup: 100 } },
+    build: () =>
+      new Sequential(
+        new Linear(64, 64),
+        new ReLU(),
+        new Linear(64, 64),
+        new ReLU(),
+        new Linear(64, 64),
+        new ReLU(),
+        new Linear(64, 10),
+      ),
+  },
+  {
     name: 'mlp',
     description: 'MLP 784-1024-1024-10, ReLU',
     batch: 256,
@@ -93,6 +111,25 @@ export const MODELS = [
         new Linear(64 * 7 * 7, 128),
         new ReLU(),
         new Linear(128, 10),
+      ),
+  },
+  {
+    name: 'cnn-small',
+    description: 'CNN conv8-pool-conv16-pool-fc10 on 1x28x28 (dispatch-bound)',
+    batch: 32,
+    inputShape: [1, 28, 28],
+    classes: 10,
+    defaults: { cpu: { steps: 300, warmup: 20 }, cuda: { steps: 2000, warmup: 100 } },
+    build: () =>
+      new Sequential(
+        new Conv2d(1, 8, 3, { padding: 1 }),
+        new ReLU(),
+        new MaxPool2d(2),
+        new Conv2d(8, 16, 3, { padding: 1 }),
+        new ReLU(),
+        new MaxPool2d(2),
+        new Flatten(),
+        new Linear(16 * 7 * 7, 10),
       ),
   },
   {

@@ -78,7 +78,8 @@ export class PytorchWorker {
 
   /**
    * Trains one model (its spec and step counts) and returns train.py's result.
-   * @param {object} request name, batch, inputShape, classes, steps, warmup
+   * @param {object} request name, batch, inputShape, classes, steps, warmup, and adam (this
+   *   run's update mode, else the worker's)
    * @returns {Promise<import('./train.mjs').RunResult>}
    */
   async train(request) {

@@ -3,8 +3,10 @@
 // transformer encoder) with flodl and with PyTorch eager (bench/train.py, run by python3 as a
 // worker), on synthetic data resident on the device, with Adam (lr 1e-3) for a fixed number
 // of steps, the two sides taking turns model by model, and prints samples/s of each side and
-// the ratio flodl / PyTorch (higher is better). Plain JavaScript so it runs where only node
-// and the built dist/ folders exist:
+// the ratio flodl / PyTorch (higher is better). With several --adam modes each model trains
+// with each on both sides in the same run (`pnpm bench:foreach`: per-parameter against
+// multi-tensor Adam). Plain JavaScript so it runs where only node and the built dist/ folders
+// exist:
 //
 //   node packages/trainer/bench/train.mjs [--device cpu|cuda] [--model mlp|cnn|lstm|transformer|all] ...
 //
@@ -14,7 +16,7 @@ import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { crossEntropy } from '@flodl/autograd';
-import { Adam } from '@flodl/nn';
+import { Adam, CapturedStep } from '@flodl/nn';
 import {
   buildInfo,
   cuda,
@@ -28,6 +30,9 @@ import {
 } from '@flodl/tensor-native';
 import { MODELS } from './models.mjs';
 import { PytorchWorker } from './pytorch-side.mjs';
+import { formatRate, printReport } from './train-report.mjs';
+
+const ADAM_MODES = ['single', 'foreach', 'fused', 'defaults'];
 
 const USAGE = `usage: pnpm bench:train [-- options]   (or: node packages/trainer/bench/train.mjs [options])
   --device cpu|cuda          default cpu
@@ -36,11 +41,16 @@ const USAGE = `usage: pnpm bench:train [-- options]   (or: node packages/trainer
   --warmup N                 untimed steps before them, at least 1 (default: per model and device)
   --rounds N                 rounds of both sides, best kept; default 1 on cpu, 3 on cuda
   --threads N                intra-op CPU threads of both sides; default ${availableParallelism()}
-  --adam single|fused|defaults
+  --adam MODE[,MODE...]      how Adam updates, on both sides; several: each in turn
                              defaults: each library's own default (default; on cuda both
-                               take the foreach multi-tensor step);
-                             single: the single-tensor update on both sides;
-                             fused: libtorch's fused CUDA kernel on both sides (cuda only)
+                               take the foreach multi-tensor step, on the cpu flodl does and
+                               PyTorch keeps the single-tensor one);
+                             single: the single-tensor update;
+                             foreach: the multi-tensor (foreach) update;
+                             fused: libtorch's fused CUDA kernel (cuda only)
+  --cuda-graph               also train each model with its whole step captured into a CUDA
+                               graph (CapturedStep, fused Adam): the rows marked graph, against
+                               PyTorch eager with its defaults (cuda only)
   --python PATH              the PyTorch interpreter; default $PYTHON, python3, then /usr/bin/python3
   --json FILE                also write the results as JSON`;
 
@@ -62,8 +72,10 @@ function countOption(args, name, fallback, minimum = 1) {
 }
 
 function readOptions() {
-  // pnpm forwards a literal `--` before the script's arguments; parseArgs would stop there.
-  const argv = process.argv.slice(2).filter((argument, index) => !(index === 0 && argument === '--'));
+  // pnpm forwards a literal `--` before the script's arguments (after the script's own, as
+  // bench:foreach's --adam); parseArgs would stop there.
+  const given = process.argv.slice(2);
+  const argv = given.filter((argument, index) => !(argument === '--' && index === given.indexOf('--')));
   let parsed;
   try {
     parsed = parseArgs({
@@ -76,6 +88,7 @@ function readOptions() {
         rounds: { type: 'string' },
         threads: { type: 'string' },
         adam: { type: 'string', default: 'defaults' },
+        'cuda-graph': { type: 'boolean', default: false },
         python: { type: 'string' },
         json: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
@@ -93,10 +106,16 @@ function readOptions() {
     fail(`--device must be cpu or cuda, got ${args.device}`);
   }
   const device = /** @type {'cpu' | 'cuda'} */ (args.device);
-  if (!['single', 'fused', 'defaults'].includes(args.adam)) {
-    fail(`--adam must be single, fused or defaults, got ${args.adam}`);
+  const adams = [...new Set(args.adam.split(','))];
+  for (const adam of adams) {
+    if (!ADAM_MODES.includes(adam))
+      fail(`--adam takes ${ADAM_MODES.join(', ')} (or a comma list), got ${adam}`);
   }
-  if (args.adam === 'fused' && device !== 'cuda') fail('--adam fused needs --device cuda');
+  if (adams.includes('fused') && device !== 'cuda') fail('--adam fused needs --device cuda');
+  if (args['cuda-graph']) {
+    if (device !== 'cuda') fail('--cuda-graph needs --device cuda');
+    adams.push('graph');
+  }
   const names = args.model === 'all' ? MODELS.map((spec) => spec.name) : args.model.split(',');
   const models = names.map((name) => {
     const spec = MODELS.find((candidate) => candidate.name === name);
@@ -113,15 +132,16 @@ function readOptions() {
     warmup: countOption(args, 'warmup', undefined),
     rounds: countOption(args, 'rounds', device === 'cuda' ? 3 : 1),
     threads: countOption(args, 'threads', availableParallelism()),
-    adam: /** @type {'single' | 'fused' | 'defaults'} */ (args.adam),
+    adams: /** @type {('single' | 'foreach' | 'fused' | 'defaults' | 'graph')[]} */ (adams),
     python: args.python,
     json: args.json,
   };
 }
 
 /**
- * One timed run of one side.
- * @typedef {{ samplesPerSecond: number, seconds: number, finalLoss: number }} RunResult
+ * One timed run of one side; `updateSeconds` is the part of `seconds` spent in the optimizer's
+ * step.
+ * @typedef {{ samplesPerSecond: number, seconds: number, updateSeconds: number, finalLoss: number }} RunResult
  */
 
 /**
@@ -130,7 +150,7 @@ function readOptions() {
  * @param {import('./models.mjs').ModelSpec} spec
  * @param {{ steps: number, warmup: number }} counts
  * @param {'cpu' | 'cuda'} device
- * @param {'single' | 'fused' | 'defaults'} adam
+ * @param {'single' | 'foreach' | 'fused' | 'defaults'} adam
  * @returns {RunResult}
  */
 function trainFlodl(spec, counts, device, adam) {
@@ -142,19 +162,23 @@ function trainFlodl(spec, counts, device, adam) {
   const optimizer = new Adam(model.parameters(), {
     lr: 1e-3,
     fused: adam === 'fused',
-    ...(adam === 'single' ? { foreach: false } : {}),
+    ...(adam === 'single' || adam === 'foreach' ? { foreach: adam === 'foreach' } : {}),
   });
+  let updateMs = 0;
   const step = () =>
     tidy(() => {
       const loss = crossEntropy(model.forward(inputs), labels);
       optimizer.zeroGrad();
       loss.backward();
+      const before = performance.now();
       optimizer.step();
+      updateMs += performance.now() - before;
       return loss.detach();
     });
   for (let index = 0; index < counts.warmup; index++) step().dispose();
   cuda.synchronize();
   const liveAtStart = liveTensorCount();
+  updateMs = 0;
   const started = performance.now();
   for (let index = 0; index < counts.steps - 1; index++) step().dispose();
   const lastLoss = step();
@@ -173,22 +197,63 @@ function trainFlodl(spec, counts, device, adam) {
         `${liveBefore} → ${liveTensorCount()} over the run)`,
     );
   }
-  return { samplesPerSecond: (counts.steps * spec.batch) / seconds, seconds, finalLoss };
+  return {
+    samplesPerSecond: (counts.steps * spec.batch) / seconds,
+    seconds,
+    updateSeconds: updateMs / 1000,
+    finalLoss,
+  };
+}
+
+/**
+ * As trainFlodl, with the whole step (forward, loss, backward, fused Adam) captured into a CUDA
+ * graph by CapturedStep: the untimed steps include its warm-up and its capture.
+ * @param {import('./models.mjs').ModelSpec} spec
+ * @param {{ steps: number, warmup: number }} counts
+ * @returns {RunResult}
+ */
+function trainFlodlGraph(spec, counts) {
+  const liveBefore = liveTensorCount();
+  manualSeed(0);
+  const model = spec.build().to('cuda');
+  const inputs = randn([spec.batch, ...spec.inputShape], { device: 'cuda' });
+  const labels = randint(0, spec.classes, [spec.batch], { device: 'cuda' });
+  const optimizer = new Adam(model.parameters(), { lr: 1e-3, fused: true });
+  const step = new CapturedStep(optimizer, ([x, y]) => crossEntropy(model.forward(x), y), { warmup: 3 });
+  const batch = [inputs, labels];
+  for (let index = 0; index < Math.max(counts.warmup, 5); index++) step.run(batch);
+  cuda.synchronize();
+  const liveAtStart = liveTensorCount();
+  const started = performance.now();
+  for (let index = 0; index < counts.steps; index++) step.run(batch);
+  cuda.synchronize();
+  const seconds = (performance.now() - started) / 1000;
+  const finalLoss = step.run(batch).item();
+  const liveAtEnd = liveTensorCount();
+  step.dispose();
+  optimizer.dispose();
+  model.dispose();
+  inputs.dispose();
+  labels.dispose();
+  if (liveAtEnd !== liveAtStart || liveTensorCount() !== liveBefore) {
+    fail(
+      `${spec.name} (CUDA graph): live tensors moved (${liveAtStart} → ${liveAtEnd} over the timed steps, ` +
+        `${liveBefore} → ${liveTensorCount()} over the run)`,
+    );
+  }
+  // The update is inside the graph: its time is the whole step's.
+  return {
+    samplesPerSecond: (counts.steps * spec.batch) / seconds,
+    seconds,
+    updateSeconds: seconds,
+    finalLoss,
+  };
 }
 
 /** The interpreters to try for the PyTorch side, without repeats. */
 function pythonCandidates(explicit) {
   if (explicit !== undefined) return [explicit];
   return [...new Set([process.env.PYTHON, 'python3', '/usr/bin/python3'].filter(Boolean))];
-}
-
-/** A markdown table of `rows` (the first row is the header), numbers right-aligned. */
-function markdownTable(rows, rightAligned) {
-  const widths = rows[0].map((_, column) => Math.max(...rows.map((row) => row[column].length)));
-  const format = (row) =>
-    `| ${row.map((cell, column) => (rightAligned[column] ? cell.padStart(widths[column]) : cell.padEnd(widths[column]))).join(' | ')} |`;
-  const rule = `| ${widths.map((width, column) => (rightAligned[column] ? `${'-'.repeat(width - 1)}:` : '-'.repeat(width))).join(' | ')} |`;
-  return [format(rows[0]), rule, ...rows.slice(1).map(format)].join('\n');
 }
 
 /**
@@ -214,52 +279,15 @@ function planRuns(options) {
   return plan;
 }
 
-/** Samples/s as a table shows them: whole numbers, three digits below 100. */
-function formatRate(samplesPerSecond) {
-  return samplesPerSecond >= 100 ? String(Math.round(samplesPerSecond)) : samplesPerSecond.toPrecision(3);
-}
-
 /** The best of `runs` by samples/s. */
 function best(runs) {
   return runs.reduce((a, b) => (b.samplesPerSecond > a.samplesPerSecond ? b : a));
 }
 
-/** Prints the results as a markdown table (ready for docs/benchmarks.md) and the setup line. */
-function printReport(summary, setup) {
-  const rows = [
-    [
-      'model',
-      'batch',
-      'steps',
-      'flodl samples/s',
-      'PyTorch samples/s',
-      'flodl / PyTorch',
-      'last loss flodl / PyTorch',
-    ],
-  ];
-  for (const row of summary) {
-    rows.push([
-      row.name,
-      String(row.batch),
-      String(row.steps),
-      formatRate(row.flodl.samplesPerSecond),
-      formatRate(row.pytorch.samplesPerSecond),
-      row.ratio.toFixed(2),
-      `${row.flodl.finalLoss.toPrecision(4)} / ${row.pytorch.finalLoss.toPrecision(4)}`,
-    ]);
-  }
-  console.log('');
-  console.log(markdownTable(rows, [false, true, true, true, true, true, true]));
-  const { torch } = setup;
-  const cudaPart =
-    setup.device === 'cuda'
-      ? `; ${setup.deviceName}, cuDNN ${torch.cudnn}, cudnn.benchmark off, TF32 matmul ` +
-        `${torch.tf32.matmul ? 'on' : 'off'} and cuDNN ${torch.tf32.cudnn ? 'on' : 'off'} (libtorch's defaults, both sides)`
-      : '';
-  console.log(
-    `\nflodl: Node ${setup.node}, libtorch ${setup.libtorch}; PyTorch ${torch.torch} (${torch.python}, ` +
-      `Python ${torch.pythonVersion}); ${setup.device}, ${setup.threads} threads${cudaPart}`,
-  );
+/** What the summary keeps of one side's rounds: the best samples/s, the shortest update time. */
+function bestOf(runs) {
+  const { samplesPerSecond, finalLoss } = best(runs);
+  return { samplesPerSecond, updateSeconds: Math.min(...runs.map((run) => run.updateSeconds)), finalLoss };
 }
 
 async function main() {
@@ -280,7 +308,7 @@ async function main() {
     worker = await PytorchWorker.start(pythonCandidates(options.python), {
       device,
       threads: options.threads,
-      adam: options.adam,
+      adam: options.adams[0],
     });
   } catch (error) {
     fail(error instanceof Error ? error.message : String(error));
@@ -290,69 +318,82 @@ async function main() {
     deviceName: device === 'cuda' ? cuda.deviceName() : null,
     threads: getNumThreads(),
     rounds: options.rounds,
-    adam: options.adam,
+    adams: options.adams,
     node: process.version,
     libtorch: libtorch.torchVersion,
     torch: worker.info,
   };
   console.log(
     `bench:train on ${device}${setup.deviceName === null ? '' : ` (${setup.deviceName})`}, ${setup.threads} threads, ` +
-      `Adam lr 1e-3 (${options.adam}), best of ${options.rounds} round${options.rounds === 1 ? '' : 's'}; ` +
+      `Adam lr 1e-3 (${options.adams.join(', ')}), best of ${options.rounds} round${options.rounds === 1 ? '' : 's'}; ` +
       `PyTorch ${worker.info.torch} from ${worker.info.python}`,
   );
 
-  /** @type {Map<string, { flodl: RunResult[], pytorch: RunResult[] }>} */
-  const results = new Map(plan.map(({ spec }) => [spec.name, { flodl: [], pytorch: [] }]));
+  /** One entry per model and Adam mode, in plan order. */
+  const runs = plan.flatMap(({ spec, counts }) =>
+    options.adams.map((adam) => ({ spec, counts, adam, flodl: [], pytorch: [] })),
+  );
   for (let round = 0; round < options.rounds; round++) {
-    for (const { spec, counts } of plan) {
-      const trainTheirs = async () => {
-        // Our cached blocks go back to the driver so the PyTorch process finds the device as we did.
-        cuda.emptyCache();
-        try {
-          return await worker.train({
-            name: spec.name,
-            batch: spec.batch,
-            inputShape: spec.inputShape,
-            classes: spec.classes,
-            ...counts,
-          });
-        } catch (error) {
-          fail(error instanceof Error ? error.message : String(error));
+    for (const { spec } of plan) {
+      const modes = runs.filter((run) => run.spec === spec);
+      // The modes take turns in a different order each round, as the two sides do.
+      const shift = round % modes.length;
+      for (const run of [...modes.slice(shift), ...modes.slice(0, shift)]) {
+        const { counts, adam } = run;
+        const trainTheirs = async () => {
+          // Our cached blocks go back to the driver so the PyTorch process finds the device as we did.
+          cuda.emptyCache();
+          try {
+            return await worker.train({
+              name: spec.name,
+              batch: spec.batch,
+              inputShape: spec.inputShape,
+              classes: spec.classes,
+              // A captured step is measured against PyTorch eager with its own defaults.
+              adam: adam === 'graph' ? 'defaults' : adam,
+              ...counts,
+            });
+          } catch (error) {
+            fail(error instanceof Error ? error.message : String(error));
+          }
+        };
+        // Who goes first alternates by round, so a slow spell on the machine hits both sides alike.
+        let ours;
+        let theirs;
+        const trainOurs = () =>
+          adam === 'graph' ? trainFlodlGraph(spec, counts) : trainFlodl(spec, counts, device, adam);
+        if (round % 2 === 0) {
+          ours = trainOurs();
+          theirs = await trainTheirs();
+        } else {
+          theirs = await trainTheirs();
+          ours = trainOurs();
         }
-      };
-      // Who goes first alternates by round, so a slow spell on the machine hits both sides alike.
-      let ours;
-      let theirs;
-      if (round % 2 === 0) {
-        ours = trainFlodl(spec, counts, device, options.adam);
-        theirs = await trainTheirs();
-      } else {
-        theirs = await trainTheirs();
-        ours = trainFlodl(spec, counts, device, options.adam);
+        run.flodl.push(ours);
+        run.pytorch.push(theirs);
+        const label = options.adams.length === 1 ? spec.name : `${spec.name} (${adam})`;
+        console.log(
+          `  round ${round + 1} ${label}: flodl ${formatRate(ours.samplesPerSecond)} samples/s, ` +
+            `PyTorch ${formatRate(theirs.samplesPerSecond)} samples/s`,
+        );
       }
-      results.get(spec.name).flodl.push(ours);
-      results.get(spec.name).pytorch.push(theirs);
-      console.log(
-        `  round ${round + 1} ${spec.name}: flodl ${formatRate(ours.samplesPerSecond)} samples/s, ` +
-          `PyTorch ${formatRate(theirs.samplesPerSecond)} samples/s`,
-      );
     }
   }
   await worker.close();
   const liveAfter = liveTensorCount();
   if (liveAfter !== liveBefore) fail(`live tensors: ${liveBefore} before, ${liveAfter} after`);
 
-  const summary = plan.map(({ spec, counts }) => {
-    const { flodl, pytorch } = results.get(spec.name);
+  const summary = runs.map(({ spec, counts, adam, flodl, pytorch }) => {
     const ours = best(flodl);
     const theirs = best(pytorch);
     return {
       name: spec.name,
       description: spec.description,
       batch: spec.batch,
+      adam,
       ...counts,
-      flodl: { samplesPerSecond: ours.samplesPerSecond, finalLoss: ours.finalLoss, rounds: flodl },
-      pytorch: { samplesPerSecond: theirs.samplesPerSecond, finalLoss: theirs.finalLoss, rounds: pytorch },
+      flodl: { ...bestOf(flodl), rounds: flodl },
+      pytorch: { ...bestOf(pytorch), rounds: pytorch },
       ratio: ours.samplesPerSecond / theirs.samplesPerSecond,
     };
   });

@@ -2,8 +2,9 @@
 """PyTorch side of `pnpm bench:train` (bench/pytorch-side.mjs runs it as a worker).
 
 Prints one JSON line with the versions and CUDA settings once torch is loaded, then reads one
-JSON line per model from stdin (name, batch, inputShape, classes, steps, warmup), builds the
-same model as bench/models.mjs, trains it with Adam (lr 1e-3) in eager mode on synthetic data
+JSON line per model from stdin (name, batch, inputShape, classes, steps, warmup and optionally
+adam, the update mode of that run), builds the same model as bench/models.mjs, trains it with
+Adam (lr 1e-3) in eager mode on synthetic data
 made once on the device, and answers one JSON line: samples/s, seconds and the last loss.
 cudnn.benchmark stays off (flodl cannot turn it on); the TF32 switches keep PyTorch's
 defaults, which are libtorch's and so flodl's too (matmul off, cuDNN convolutions on).
@@ -53,6 +54,10 @@ class TransformerClassifier(nn.Module):
 
 
 def build(name):
+    if name == "mlp64":
+        return nn.Sequential(
+            nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10)
+        )
     if name == "mlp":
         return nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
     if name == "cnn":
@@ -68,6 +73,17 @@ def build(name):
             nn.ReLU(),
             nn.Linear(128, 10),
         )
+    if name == "cnn-small":
+        return nn.Sequential(
+            nn.Conv2d(1, 8, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(8, 16, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Flatten(),
+            nn.Linear(16 * 7 * 7, 10),
+        )
     if name == "lstm":
         return LstmClassifier()
     if name == "transformer":
@@ -76,9 +92,12 @@ def build(name):
 
 
 def adam(parameters, mode):
-    """single: the single-tensor update (flodl's too); fused: the fused CUDA kernel; defaults: PyTorch's choice."""
+    """single: the single-tensor update; foreach: the multi-tensor one; fused: the fused CUDA kernel;
+    defaults: PyTorch's choice (single-tensor on the CPU, foreach on CUDA)."""
     if mode == "single":
         return torch.optim.Adam(parameters, lr=1e-3, foreach=False)
+    if mode == "foreach":
+        return torch.optim.Adam(parameters, lr=1e-3, foreach=True)
     if mode == "fused":
         return torch.optim.Adam(parameters, lr=1e-3, fused=True)
     return torch.optim.Adam(parameters, lr=1e-3)
@@ -95,18 +114,23 @@ def train(spec, device, adam_mode):
     model = build(spec["name"]).to(device)
     inputs = torch.randn([spec["batch"], *spec["inputShape"]], device=device)
     labels = torch.randint(0, spec["classes"], [spec["batch"]], device=device)
-    optimizer = adam(model.parameters(), adam_mode)
+    optimizer = adam(model.parameters(), spec.get("adam", adam_mode))
+
+    update = [0.0]  # seconds in optimizer.step() (on CUDA, to the end of its launches)
 
     def step():
         loss = nn.functional.cross_entropy(model(inputs), labels)
         optimizer.zero_grad(set_to_none=True)  # flodl's zeroGrad default; 1.13's is False
         loss.backward()
+        before = time.perf_counter()
         optimizer.step()
+        update[0] += time.perf_counter() - before
         return loss.detach()
 
     for _ in range(spec["warmup"]):
         step()
     synchronize(device)
+    update[0] = 0.0
     started = time.perf_counter()
     for _ in range(spec["steps"]):
         loss = step()
@@ -115,6 +139,7 @@ def train(spec, device, adam_mode):
     return {
         "samplesPerSecond": spec["steps"] * spec["batch"] / seconds,
         "seconds": seconds,
+        "updateSeconds": update[0],
         "finalLoss": loss.item(),
     }
 
@@ -133,7 +158,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--adam", default="defaults", choices=["single", "fused", "defaults"])
+    parser.add_argument("--adam", default="defaults", choices=["single", "foreach", "fused", "defaults"])
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)

@@ -262,6 +262,77 @@ await checkAsync(
     for (const tensor of [...state.params, ...state.buffers]) tensor.dispose();
   },
 );
+/** A managed run of `tierSet` with SGD (capturable), with or without a CUDA graph; → the final state. */
+async function managedRun(cudaGraph) {
+  const losses = [];
+  const handle = Trainer.builder(
+    cpuBuilt,
+    (params) => new nn.SGD(params, { lr: 0.05, momentum: 0.9 }),
+    tierStep,
+  )
+    .dataset(tierSet)
+    .batchSize(48) // 512 = 10 x 48 + 32: the last partial batch of each epoch trains eagerly
+    .numEpochs(3)
+    .devices([device])
+    .progress(false)
+    .cudaGraph(cudaGraph)
+    .metricsFn((metrics) => losses.push(metrics.avgLoss))
+    .run();
+  const state = await handle.join();
+  return { state, losses };
+}
+
+if (device !== 'cpu') {
+  await checkAsync(
+    'the managed Trainer with cudaGraph trains as the eager Trainer does, bit for bit',
+    async () => {
+      const eager = await managedRun(false);
+      const graphed = await managedRun(true);
+      assert(
+        graphed.losses.length === 3 && graphed.losses[2] < graphed.losses[0],
+        `epoch losses ${graphed.losses.join(', ')}`,
+      );
+      graphed.state.params.forEach((param, k) => {
+        sameValues(param, eager.state.params[k], `parameter ${k}`);
+      });
+      for (const run of [eager, graphed])
+        for (const tensor of [...run.state.params, ...run.state.buffers]) tensor.dispose();
+    },
+  );
+
+  await checkAsync('a cooperative Worker with cudaGraph trains through worker.trainStep()', async () => {
+    const worker = await cooperative.Trainer.builder(
+      cpuBuilt,
+      (params) => new nn.Adam(params, { lr: 1e-2, fused: true }),
+      tierStep,
+    )
+      .dataset(tierSet)
+      .batchSize(64)
+      .numEpochs(3)
+      .devices([device])
+      .progress(false)
+      .cudaGraph()
+      .intoWorker();
+    const losses = [];
+    let refused = false;
+    for await (const plan of worker.plans()) {
+      for await (const _batch of worker.batches(plan)) {
+        if (!refused) {
+          try {
+            await worker.step(tierStep(worker.model, _batch));
+          } catch (error) {
+            refused = error.code === 'ERR_INVALID_ARGUMENT';
+          }
+        }
+        losses.push((await worker.trainStep()).loss);
+      }
+    }
+    const state = await worker.finish();
+    assert(refused, 'step(loss) was not refused under cudaGraph');
+    assert(losses.length === 24 && losses.at(-1) < losses[0], `losses ${losses[0]} -> ${losses.at(-1)}`);
+    for (const tensor of [...state.params, ...state.buffers]) tensor.dispose();
+  });
+}
 tierSet.dispose();
 tierFeatures.dispose();
 tierTargets.dispose();

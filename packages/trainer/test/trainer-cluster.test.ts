@@ -2,7 +2,7 @@
 // processes are real, and talk over loopback sockets.
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -14,60 +14,10 @@ import { distributed, manualSeed, randn, type Tensor, toBytes } from '@flodl/ten
 import { describe, expect, it } from 'vitest';
 import { TensorDataset } from '../src/data/index.js';
 import { periodicBundles, readCheckpoint, Trainer } from '../src/index.js';
+import { runScript, type ScriptResult } from './cluster-script.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const script = join(here, 'fixtures', 'trainer-script.ts');
-
-interface ScriptResult {
-  metrics: EpochMetrics[];
-  evals: [number, number][];
-  worldSize: number;
-  params: string[];
-  lost: { rank: number; message: string }[];
-}
-
-/** Runs the fixture script as a user would (`node --import tsx train.ts config`), to its end. */
-async function runScript(config: Record<string, unknown>, extraEnv: Record<string, string> = {}) {
-  const dir = mkdtempSync(join(tmpdir(), 'flodl-trainer-test-'));
-  const out = join(dir, 'result.json');
-  const trace = join(dir, 'trace');
-  mkdirSync(trace);
-  try {
-    const child = spawn(process.execPath, ['--import', 'tsx', script, JSON.stringify({ ...config, out })], {
-      env: { ...process.env, FLODL_TRACE_DIR: trace, ...extraEnv },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk;
-    });
-    child.stdout.resume();
-    const timer = setTimeout(() => child.kill('SIGKILL'), 90_000);
-    const status = await new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    clearTimeout(timer);
-    const rounds = new Map<number, { version: number; digest: string }[]>();
-    for (const file of readdirSync(trace)) {
-      const rank = Number(/rank(\d+)/.exec(file)?.[1]);
-      rounds.set(
-        rank,
-        readFileSync(join(trace, file), 'utf8')
-          .trim()
-          .split('\n')
-          .filter(Boolean)
-          .map((line) => JSON.parse(line)),
-      );
-    }
-    let result: ScriptResult | undefined;
-    try {
-      result = JSON.parse(readFileSync(out, 'utf8'));
-    } catch {
-      result = undefined;
-    }
-    return { status, stderr, result, rounds };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
 
 const MODES: LaunchMode[] = ['CpuSync', 'CpuCadence', 'CpuAsync', 'NcclSync', 'NcclCadence'];
 // The collective modes on CPU ranks run over Gloo: a build without it (a CUDA PyTorch that
@@ -183,7 +133,7 @@ describe.concurrent('Trainer clusters: speeds, failures, bad use', () => {
     expect(run.lost).toEqual([]);
   });
 
-  it('CpuSync with a savePath: the elected rank writes each epoch bundle and the final one (the consensus), resumable on one device', async () => {
+  it("CpuSync with a savePath: each epoch bundle and the final one (the consensus, every rank's optimizer), resumable on one device", async () => {
     const folder = mkdtempSync(join(tmpdir(), 'flodl-cluster-bundles-'));
     try {
       const savePath = join(folder, 'run');
@@ -205,6 +155,8 @@ describe.concurrent('Trainer clusters: speeds, failures, bad use', () => {
         membership: [0, 1, 2],
       });
       expect(final.meta.cursor.epoch).toBe(2);
+      // Every rank's optimizer state is in the bundle, beside the elected rank's model.
+      expect([...final.optimizers.keys()].sort()).toEqual([0, 1, 2]);
       // Every step is averaged in CpuSync: the saved model is the consensus join returned.
       const { tensors } = readSafetensors(final.model);
       const saved = ['0.weight', '0.bias', '2.weight', '2.bias'].map((key) => {
@@ -241,7 +193,7 @@ describe.concurrent('Trainer clusters: speeds, failures, bad use', () => {
         .join();
       expect(epochs).toEqual([1]);
       expect(resumed.params.length).toBe(4);
-      // resumeFrom and checkpointAtEpoch are refused on a cluster before anything starts.
+      // checkpointAtEpoch is refused on a cluster before anything starts.
       expect(() =>
         Trainer.builder(
           () => new Linear(4, 1),
@@ -252,9 +204,10 @@ describe.concurrent('Trainer clusters: speeds, failures, bad use', () => {
           .batchSize(8)
           .numEpochs(2)
           .devices(['cpu', 'cpu'])
-          .resumeFrom(first.stem)
+          .savePath(join(folder, 'two'))
+          .checkpointAtEpoch(1)
           .run(),
-      ).toThrow(/resumeFrom is not served on a cluster run yet/);
+      ).toThrow(/checkpointAtEpoch is not served on a cluster run yet/);
     } finally {
       rmSync(folder, { recursive: true, force: true });
     }

@@ -2,6 +2,7 @@ import { FlodlError, invalidArgument } from '@flodl/tensor-native';
 import { ElCheConfig, type ElCheConfigOptions } from './config.js';
 import { MIN_CHUNK_BATCHES } from './dispatch/chunk-sizing.js';
 import type { MaxFailureThreshold } from './membership.js';
+import { type CoordinatorResume, checkResume } from './resume.js';
 import type { EpochCallbackPolicy } from './roles.js';
 import {
   checkBoolean,
@@ -62,6 +63,8 @@ export interface CoordinatorOptions {
   progressive?: boolean;
   /** CUDA device index per rank, for metrics. Default: the rank. */
   deviceIndices?: readonly number[];
+  /** Continue a saved run (a checkpoint bundle's state) instead of starting at epoch 0. Default none. */
+  resume?: CoordinatorResume;
 }
 
 /** {@link CoordinatorOptions} resolved and validated. */
@@ -87,6 +90,7 @@ export interface CoordinatorConfig {
   readonly minChunkBatches: number;
   readonly progressive: boolean;
   readonly deviceIndices: readonly number[];
+  readonly resume: CoordinatorResume | undefined;
 }
 
 const OP = 'ClusterCoordinator';
@@ -114,6 +118,7 @@ const KNOWN_KEYS: readonly (keyof CoordinatorOptions)[] = [
   'minChunkBatches',
   'progressive',
   'deviceIndices',
+  'resume',
 ];
 
 /**
@@ -212,6 +217,7 @@ export function resolveCoordinatorConfig(options: CoordinatorOptions): Coordinat
     minChunkBatches,
     progressive,
     deviceIndices,
+    resume: raw.resume === undefined ? undefined : checkResume(raw.resume, numEpochs, totalSamples),
   });
 }
 

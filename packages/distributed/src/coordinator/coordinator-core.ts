@@ -19,6 +19,7 @@ import { type DeathCause, Membership, type RankDeathRecord } from './membership.
 import type { CoordinatorCommand, CoordinatorOutput } from './messages.js';
 import { MetaController } from './meta-controller.js';
 import { EpochMetricsCollector } from './metrics.js';
+import { elcheFits } from './resume.js';
 import { CallbackRoles } from './roles.js';
 import { StallWatch } from './stall-watch.js';
 
@@ -114,13 +115,24 @@ export class CoordinatorCore {
       liveMask: () => this.membership.liveMask(),
     });
     this.overshoot = new OvershootBudget(this.dispatcher.epochBatches, elche.maxOvershoot);
+    const resume = this.config.resume;
     this.guard =
-      elche.convergenceGuard === 'none' ? new NoGuard() : new LevelGuard(elche.divergenceThreshold);
+      elche.convergenceGuard === 'none'
+        ? new NoGuard()
+        : new LevelGuard(elche.divergenceThreshold, resume?.guardHistory ?? []);
     this.meta = elche.metaController ? new MetaController() : undefined;
     this.divergence = new DivergenceSlots(worldSize);
     this.lastStepCount = new Array<number>(worldSize).fill(0);
     this.throttled = new Array<boolean>(worldSize).fill(false);
     this.stalls = new StallWatch(worldSize, this.config.stallFactor, this.config.stallFloorMs);
+    if (resume) {
+      // A saved run continues: its clocks, ElChe's trajectory (same world size only: another
+      // cohort recalibrates) and the samples of the epoch in progress already trained.
+      this.globalStep = resume.globalStep ?? 0;
+      this.version = resume.averagingCount ?? 0;
+      if (elcheFits(resume.elche, worldSize)) this.elChe.restoreState(resume.elche);
+      this.dispatcher.resumeAt(resume.epoch, resume.covered ?? []);
+    }
   }
 
   /** A call, not a field read: TypeScript would keep a narrowing across the calls that change it. */

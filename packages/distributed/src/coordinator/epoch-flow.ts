@@ -13,15 +13,32 @@ export function onJoined(core: CoordinatorCore, rank: number): void {
   if (!core.membership.join(rank, core.clock.now()) || !core.membership.formed) return;
   core.state = 'running';
   core.out.notices.push({ type: 'Formed', worldSize: core.config.worldSize });
-  openEpoch(core, 0);
+  // A resumed run starts at its saved epoch; that boundary's callbacks ran before the save.
+  // Every rank hears the saved LR clock first (and so forms even when the epoch's few
+  // remaining samples leave it without a first chunk).
+  if (core.config.resume) core.broadcast({ type: 'SetGlobalStep', globalStep: core.globalStep });
+  const start = core.dispatcher.activeEpoch;
+  if (start >= core.config.numEpochs) {
+    core.state = 'finishing';
+    advanceTail(core);
+    return;
+  }
+  openEpoch(core, start, core.config.resume !== undefined);
 }
 
 /** The epoch boundary, in floDl's order: the role, the checkpoint, the eval, then the plans. */
-function openEpoch(core: CoordinatorCore, epoch: number): void {
+function openEpoch(core: CoordinatorCore, epoch: number, resumed = false): void {
   core.callbacks.broadcastRoleIfDirty();
-  core.callbacks.dispatchBoundary(epoch);
-  for (const { rank, plan } of core.dispatcher.startEpoch(epoch, core.context())) {
+  if (!resumed) core.callbacks.dispatchBoundary(epoch);
+  const context = core.context();
+  for (const { rank, plan } of core.dispatcher.startEpoch(epoch, context)) {
     core.send(rank, { type: 'StartEpoch', plan });
+  }
+  // Whole partitions: a resumed epoch's scattered leftovers are shared out at once.
+  if (!core.config.progressive) {
+    for (const { rank, offset, size } of core.dispatcher.distributeReclaimed(context)) {
+      core.send(rank, { type: 'ExtendPartition', epoch, offset, size });
+    }
   }
   maybeAverage(core);
 }

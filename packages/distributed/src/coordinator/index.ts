@@ -127,6 +127,7 @@ export {
   EpochMetricsCollector,
   type RankMetrics,
 } from './metrics.js';
+export { type CoordinatorResume, checkResume, isSpanList, mergeSpans, uncoveredRuns } from './resume.js';
 export {
   CALLBACK_COST_ALPHA,
   CallbackCost,

@@ -11,6 +11,7 @@ import type {
   HostCommand,
   RankExited,
 } from '../coordinator/messages.js';
+import type { CoordinatorResume } from '../coordinator/resume.js';
 import type { LaunchMode } from '../launcher/options.js';
 import type { LaunchRun, RankExitEvent } from '../launcher/run.js';
 import { isCollectiveMode } from '../session/session.js';
@@ -26,6 +27,9 @@ import { coordinatorOptionsFor, runSettingsOf } from './run-settings.js';
 
 /** How long a rank that dropped its connection may take to end on its own before it is stopped, ms. */
 const LEAVING_GRACE_MS = 2000;
+
+/** Longest wait for the averaging round a graceful stop is served after, ms (then it is sent at once). */
+const STOP_ROUND_WAIT_MS = 3000;
 
 /** Options of {@link CoordinatorHost.attach}. */
 export interface CoordinatorHostOptions {
@@ -60,6 +64,8 @@ export interface CoordinatorHostOptions {
 export type RanksHostOptions = Omit<CoordinatorHostOptions, 'mode' | 'coordinator'> & {
   /** Called once the first rank's settings formed the host. */
   onAttached?: (host: CoordinatorHost) => void;
+  /** Continue a saved run: the coordinator starts from this state (`CoordinatorOptions.resume`). */
+  resume?: CoordinatorResume;
 };
 
 /**
@@ -130,6 +136,9 @@ export class CoordinatorHost {
   #exitWatch: ReturnType<typeof setTimeout> | undefined;
   readonly #collective: boolean;
   readonly #observers = new Set<CoordinatorHostObserver>();
+  /** A graceful stop asked for and not yet sent, with its fallback timer. */
+  #stop: { timer: ReturnType<typeof setTimeout> | undefined } | undefined;
+  #stopSent = false;
 
   private constructor(
     readonly server: ControlServer,
@@ -175,11 +184,14 @@ export class CoordinatorHost {
       if (settings === undefined || typeof settings === 'string') return;
       formed = true;
       server.off('rankConnected', onConnected);
-      const { onAttached, ...rest } = options;
+      const { onAttached, resume, ...rest } = options;
       const host = new CoordinatorHost(server, {
         ...rest,
         mode: settings.mode,
-        coordinator: coordinatorOptionsFor(settings, hello.worldSize),
+        coordinator: {
+          ...coordinatorOptionsFor(settings, hello.worldSize),
+          ...(resume === undefined ? {} : { resume }),
+        },
       });
       host.#listen();
       host.#onConnected(rank); // this event was emitted before the host listened
@@ -230,6 +242,35 @@ export class CoordinatorHost {
   detach(): void {
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = undefined;
+    if (this.#stop?.timer) clearTimeout(this.#stop.timer);
+  }
+
+  /**
+   * Ends the run gracefully: every live rank gets `ShutdownWithSave(GracefulShutdown)`, and
+   * saves then exits. Host modes send it right behind the next round's `RequestParams`, so the
+   * ranks leave that round together (holding for its consensus) and stop at one coherent
+   * step: the saved bundle is a point the run really passed through. When no round starts
+   * within a few seconds (or in collective modes) it is sent at once. Idempotent.
+   */
+  requestStop(): void {
+    if (this.#stop !== undefined || this.#stopSent || this.finished) return;
+    if (this.#collective) {
+      this.#sendStop();
+      return;
+    }
+    const timer = setTimeout(() => this.#sendStop(), STOP_ROUND_WAIT_MS);
+    timer.unref?.();
+    this.#stop = { timer };
+  }
+
+  #sendStop(): void {
+    if (this.#stopSent) return;
+    this.#stopSent = true;
+    if (this.#stop?.timer) clearTimeout(this.#stop.timer);
+    this.#stop = undefined;
+    for (const rank of this.coordinator.membership.liveRanks()) {
+      this.#send(rank, { type: 'ShutdownWithSave', reason: 'GracefulShutdown' });
+    }
   }
 
   /**
@@ -265,11 +306,14 @@ export class CoordinatorHost {
     }
     // Host modes: the coordinator says what to collect and what to leave out of each round.
     for (const command of output.host) this.#onHostCommand(command);
+    let roundStarted = false;
     for (const addressed of output.commands) {
       this.commands.push(addressed);
       this.#tell('command', addressed);
       this.#dispatch(addressed);
+      if (addressed.command.type === 'RequestParams') roundStarted = true;
     }
+    if (roundStarted && this.#stop !== undefined) this.#sendStop();
     if (this.finished) {
       this.detach();
       this.#watchExits();
@@ -284,6 +328,8 @@ export class CoordinatorHost {
   #endDeclaredDead(record: RankDeathRecord): void {
     const run = this.options.run;
     if (!run || record.cause === 'process-exit') return;
+    // After a graceful stop every rank says Exiting once it saved: it is leaving on its own.
+    if (this.#stopSent && record.cause === 'exited-early') return;
     const stop = (): void => {
       run.stopRank(record.rank, {
         reason: `declared dead by the coordinator (${record.cause}: ${record.message})`,
@@ -386,6 +432,12 @@ export class CoordinatorHost {
       }
     }
     this.#send(rank, command);
+    if (command.type === 'Checkpoint') {
+      // Every live rank saves its own optimizer state into the target's bundle.
+      for (const other of this.coordinator.membership.liveRanks()) {
+        if (other !== rank) this.#send(other, command);
+      }
+    }
   }
 
   #send(rank: number, message: CoordinatorMessage): void {

@@ -464,14 +464,22 @@ export class DistributedSession {
       if (index >= 0) {
         this.#backlog.push(...messages.slice(0, index).filter(notThrottle), ...messages.slice(index + 1));
         await this.#update((messages[index] as { version: number }).version);
+        // A graceful stop sent behind this round is served now, with what came before it
+        // (SetGlobalStep): the rank stops at this round, before another step.
+        if (this.#backlog.some(isGracefulStop)) {
+          for (const message of this.#backlog.splice(0)) await this.#handle(message);
+        }
         return;
       }
       this.#backlog.push(...messages.filter(notThrottle));
       // The run ends without this round (a save-and-exit after deaths): stop waiting for it.
+      // A graceful stop is served after the round (sent behind its RequestParams): every rank
+      // leaves it with the consensus, then stops.
       const end = this.#backlog.findIndex(
         (message) => message.type === 'Shutdown' || message.type === 'ShutdownWithSave',
       );
-      if (end >= 0) {
+      const ending = this.#backlog[end];
+      if (end >= 0 && (!(ending && isGracefulStop(ending)) || Date.now() > deadline)) {
         const [message] = this.#backlog.splice(end, 1);
         await this.#handle(message as CoordinatorMessage);
         return;
@@ -537,4 +545,9 @@ function joinGroup(
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** A graceful stop (`ShutdownWithSave(GracefulShutdown)`): served after the round it was sent behind. */
+function isGracefulStop(message: CoordinatorMessage): boolean {
+  return message.type === 'ShutdownWithSave' && message.reason === 'GracefulShutdown';
 }

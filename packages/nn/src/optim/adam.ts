@@ -1,5 +1,6 @@
 import { aten, FlodlError, full, keep, type Tensor, tidy, zerosLike } from '@flodl/tensor-native';
-import { Optimizer, type OptimizerDefinition, type StepItem } from './optimizer.js';
+import { allOnCuda, checkForeach, foreachChosen } from './foreach.js';
+import { type GroupItem, Optimizer, type OptimizerDefinition } from './optimizer.js';
 import { checkBetas, checkBoolean, checkNumberInRange } from './options.js';
 import type { OptimizerParams, ParamGroup } from './param-groups.js';
 import type { StateLayout } from './state-dict.js';
@@ -25,12 +26,12 @@ export interface AdamOptions {
    */
   fused?: boolean;
   /**
-   * Update a group with libtorch's multi-tensor (foreach) kernels: a dozen launches per step
-   * for the whole group instead of several per parameter. `null` (the default, PyTorch's
-   * `foreach=None`) uses them when every parameter of the group is on CUDA and the libtorch has
-   * them (2.x); `false` keeps the per-parameter ops; `true` uses them wherever they exist.
-   * The two paths agree to rounding (the foreach path takes the first moment with lerp, as
-   * PyTorch's does).
+   * Update a group in one native call with libtorch's multi-tensor (foreach) ops: a dozen
+   * launches per step for the whole group instead of several per parameter. `null` (the
+   * default, PyTorch's `foreach=None`) uses them on every device; `false` keeps the
+   * per-parameter ops; `true` asks for them. Off CUDA the update is the per-parameter one op
+   * for op (bit for bit on the CPU); with every parameter on CUDA and libtorch 2.x it is
+   * PyTorch's multi-tensor one, which agrees with it to rounding (the first moment by lerp).
    */
   foreach?: boolean | null;
 }
@@ -70,8 +71,7 @@ function adamDefinition(name: string, weightDecay: number): OptimizerDefinition<
       if (options.amsgrad !== undefined) checkBoolean(name, `${where}.amsgrad`, options.amsgrad);
       if (options.maximize !== undefined) checkBoolean(name, `${where}.maximize`, options.maximize);
       if (options.fused !== undefined) checkBoolean(name, `${where}.fused`, options.fused);
-      if (options.foreach !== undefined && options.foreach !== null)
-        checkBoolean(name, `${where}.foreach`, options.foreach);
+      if (options.foreach !== undefined) checkForeach(name, `${where}.foreach`, options.foreach);
     },
     stateLayout: ADAM_STATE_LAYOUT,
   };
@@ -116,14 +116,17 @@ function adamUpdate(param: Tensor, grad: Tensor, state: AdamState, group: AdamGr
   param.addcdiv_(state.expAvg, denominator, -stepSize);
 }
 
-/** A group's tensors as the multi-tensor kernels take them: params, grads, both moments, the maxima (amsgrad). */
+/**
+ * A group's tensors as the multi-tensor kernels take them: params, grads (absent: the kernel
+ * reads the params' own), both moments, the maxima (amsgrad).
+ */
 function groupTensors(
-  items: readonly StepItem<AdamState>[],
+  items: readonly GroupItem<AdamState>[],
   amsgrad: boolean,
-): [Tensor[], Tensor[], Tensor[], Tensor[], Tensor[] | undefined] {
+): [Tensor[], undefined, Tensor[], Tensor[], Tensor[] | undefined] {
   return [
     items.map(({ param }) => param),
-    items.map(({ grad }) => grad),
+    undefined,
     items.map(({ state }) => state.expAvg),
     items.map(({ state }) => state.expAvgSq),
     amsgrad ? items.map(({ state }) => state.maxExpAvgSq!) : undefined,
@@ -150,15 +153,52 @@ export abstract class AdamBase extends Optimizer<AdamGroupOptions, AdamState> {
   /** True for decoupled weight decay (AdamW), as the fused kernel needs to know. */
   protected abstract readonly decoupledWeightDecay: boolean;
 
-  protected override stepGroup(
-    group: ParamGroup<AdamGroupOptions>,
-    items: readonly StepItem<AdamState>[],
-  ): void {
-    if (!group.fused) {
-      if (this.#useForeach(group, items)) this.#foreachStep(group, items);
-      else super.stepGroup(group, items);
-      return;
+  /** Step counts on the device, made for a captured step: the graph advances them itself. */
+  readonly #deviceSteps = new Map<Tensor, Tensor>();
+
+  /** @internal The fused kernel reads the step count from the device: capturable. */
+  override captureRefusal(): string | null {
+    if (this.paramGroups.every((group) => group.fused)) return null;
+    const name = this.constructor.name;
+    return `${name} computes its bias correction on the host unless fused: create it with { fused: true } (CUDA) to capture its step`;
+  }
+
+  /** @internal Moves each step count the fused kernel reads onto the device, once. */
+  override prepareCapture(): void {
+    for (const [param, state] of this.state) {
+      if (this.#deviceSteps.has(param)) continue;
+      this.#deviceSteps.set(param, keep(full([], state.step, { dtype: 'float32', device: param.device })));
     }
+  }
+
+  /** @internal A replay advanced the device counts; the host ones follow. */
+  override noteReplayedStep(): void {
+    for (const param of this.#deviceSteps.keys()) {
+      const state = this.state.get(param);
+      if (state !== undefined) state.step += 1;
+    }
+  }
+
+  override dispose(): void {
+    for (const step of this.#deviceSteps.values()) step.dispose();
+    this.#deviceSteps.clear();
+    super.dispose();
+  }
+
+  protected override takesGroupWhole(group: ParamGroup<AdamGroupOptions>): boolean {
+    return group.fused || foreachChosen(group.foreach);
+  }
+
+  protected override stepGroupWhole(
+    group: ParamGroup<AdamGroupOptions>,
+    items: readonly GroupItem<AdamState>[],
+  ): void {
+    if (group.fused) this.#fusedStep(group, items);
+    else this.#foreachStep(group, items);
+  }
+
+  /** One step of the whole group with libtorch's fused CUDA kernel. */
+  #fusedStep(group: ParamGroup<AdamGroupOptions>, items: readonly GroupItem<AdamState>[]): void {
     const name = this.constructor.name;
     if (!aten.has('fusedAdam')) {
       throw new FlodlError('ERR_DEVICE', `fused ${name} needs a CUDA build of libtorch 2.x`, {
@@ -178,10 +218,15 @@ export abstract class AdamBase extends Optimizer<AdamGroupOptions, AdamState> {
     }
     tidy(() => {
       // The kernel reads this step's number (counted before the call, as PyTorch's _fused_adam
-      // does) from float32 scalar tensors; the state keeps the count itself.
-      const steps = items.map(({ param, state }) =>
-        full([], state.step + 1, { dtype: 'float32', device: param.device }),
-      );
+      // does) from float32 scalar tensors; the state keeps the count itself. After
+      // prepareCapture the counts live on the device and are advanced there (graph-safe).
+      const steps = items.map(({ param, state }) => {
+        const onDevice = this.#deviceSteps.get(param);
+        if (onDevice === undefined)
+          return full([], state.step + 1, { dtype: 'float32', device: param.device });
+        onDevice.add_(1);
+        return onDevice;
+      });
       aten.call('fusedAdam', ...groupTensors(items, group.amsgrad), steps, ...this.#settings(group));
     });
     for (const { state } of items) state.step += 1;
@@ -191,21 +236,21 @@ export abstract class AdamBase extends Optimizer<AdamGroupOptions, AdamState> {
     return createAdamState(param, group);
   }
 
-  #useForeach(group: ParamGroup<AdamGroupOptions>, items: readonly StepItem<AdamState>[]): boolean {
-    if (group.foreach === false || items.length === 0 || !aten.has('foreachAdam')) return false;
-    return group.foreach === true || items.every(({ param }) => param.device !== 'cpu');
-  }
-
-  /** One step of the whole group with multi-tensor kernels (PyTorch's `_multi_tensor_adam`). */
-  #foreachStep(group: ParamGroup<AdamGroupOptions>, items: readonly StepItem<AdamState>[]): void {
+  /**
+   * One step of the whole group with multi-tensor ops: PyTorch's `_multi_tensor_adam` with every
+   * parameter on CUDA and libtorch 2.x, else the per-parameter update op for op in one call.
+   */
+  #foreachStep(group: ParamGroup<AdamGroupOptions>, items: readonly GroupItem<AdamState>[]): void {
     const [beta1, beta2] = group.betas;
     for (const { param, state } of items) {
       state.step += 1;
       if (group.amsgrad) state.maxExpAvgSq ??= keep(zerosLike(param));
     }
+    const tensors = groupTensors(items, group.amsgrad);
+    const op = aten.has('foreachAdam') && allOnCuda(tensors[0]) ? 'foreachAdam' : 'foreachAdamExact';
     aten.call(
-      'foreachAdam',
-      ...groupTensors(items, group.amsgrad),
+      op,
+      ...tensors,
       items.map(({ state }) => -group.lr / (1 - beta1 ** state.step)),
       items.map(({ state }) => Math.sqrt(1 - beta2 ** state.step)),
       ...this.#settings(group),
@@ -262,7 +307,8 @@ export abstract class AdamBase extends Optimizer<AdamGroupOptions, AdamState> {
  * });
  * ```
  * PyTorch equivalent: `torch.optim.Adam(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
- * weight_decay=0, amsgrad=False, maximize=False)` (the single-tensor code path, op for op).
+ * weight_decay=0, amsgrad=False, maximize=False, foreach=None)` (the single-tensor code path,
+ * op for op, in one native call per group with `foreach`).
  */
 export class Adam extends AdamBase {
   constructor(params: OptimizerParams<AdamGroupOptions>, options?: AdamOptions) {

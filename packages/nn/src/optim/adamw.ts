@@ -30,7 +30,8 @@ export type AdamWOptions = AdamOptions;
  * });
  * ```
  * PyTorch equivalent: `torch.optim.AdamW(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
- * weight_decay=1e-2, amsgrad=False, maximize=False)` (the single-tensor code path, op for op).
+ * weight_decay=1e-2, amsgrad=False, maximize=False, foreach=None)` (the single-tensor code
+ * path, op for op, in one native call per group with `foreach`).
  */
 export class AdamW extends AdamBase {
   constructor(params: OptimizerParams<AdamGroupOptions>, options?: AdamWOptions) {

@@ -3,7 +3,7 @@ export { Adagrad, type AdagradGroupOptions, type AdagradOptions, type AdagradSta
 export { Adam, type AdamGroupOptions, type AdamOptions, type AdamState } from './adam.js';
 export { AdamW, type AdamWOptions } from './adamw.js';
 export { NAdam, type NAdamGroupOptions, type NAdamOptions, type NAdamState } from './nadam.js';
-export { Optimizer, type OptimizerDefinition, type StepItem } from './optimizer.js';
+export { type GroupItem, Optimizer, type OptimizerDefinition, type StepItem } from './optimizer.js';
 export type {
   BaseGroupOptions,
   OptimizerParams,

@@ -1,7 +1,15 @@
 // The optimizer base class: parameter groups, per-parameter state, zeroGrad, step, state dicts.
 // Each optimizer supplies its options, its state layout and `stepParameter` (one file each).
 import { enableGrad, noGrad } from '@flodl/autograd';
-import { FlodlError, invalidArgument, keep, shareClassIdentity, Tensor, tidy } from '@flodl/tensor-native';
+import {
+  aten,
+  FlodlError,
+  invalidArgument,
+  keep,
+  shareClassIdentity,
+  Tensor,
+  tidy,
+} from '@flodl/tensor-native';
 import { checkNumberInRange, checkOptionsObject, rejectUnknownKeys } from './options.js';
 import {
   type BaseGroupOptions,
@@ -40,12 +48,23 @@ export interface StepItem<TState extends ParameterState> {
 }
 
 /**
+ * One parameter of a whole-group step ({@link Optimizer.stepGroupWhole}) with its state; its
+ * gradient stays in native code, where the multi-tensor update reads it.
+ */
+export interface GroupItem<TState extends ParameterState> {
+  param: Tensor;
+  state: TState;
+}
+
+/**
  * The base of every optimizer: parameter groups with per-group options, per-parameter state
  * kept across tidy scopes, `zeroGrad`, `step`, and state dicts in PyTorch's structure.
  *
  * Subclasses implement `createState` and `stepParameter` (one parameter's update with
- * in-place libtorch ops); `stepGroup` is the seam where a fused multi-tensor backend
- * (for example libtorch's `_fused_adam_` on CUDA) can take over a whole group.
+ * in-place libtorch ops); `stepGroup` is the seam where a fused multi-tensor backend can take
+ * over a whole group, and `takesGroupWhole`/`stepGroupWhole` the one where it does so without a
+ * gradient handle per parameter (the foreach updates of SGD, Adam and AdamW, one native call
+ * per group).
  *
  * PyTorch equivalent: `torch.optim.Optimizer`.
  */
@@ -113,6 +132,25 @@ export abstract class Optimizer<
     this.onParamGroupAdded(this.paramGroups[this.paramGroups.length - 1]!);
   }
 
+  /**
+   * @internal Why this optimizer's step cannot be captured into a CUDA graph, or null when it
+   * can: a captured step replays its GPU work only, so an update that computes a value on the
+   * host each step (a bias correction from the step count) would replay a stale one. The base
+   * refuses; optimizers whose update is GPU work with constant scalars say null.
+   */
+  captureRefusal(): string | null {
+    return `${this.definition.name} computes part of its update on the host each step`;
+  }
+
+  /** @internal Called once before a step is captured (state the graph must update on the GPU). */
+  prepareCapture(): void {}
+
+  /**
+   * @internal Called after each replay of a captured step: the host-side counters a step
+   * advances (the GPU ones advanced in the replay).
+   */
+  noteReplayedStep(): void {}
+
   /** @internal Called after a group is added (Adagrad fills its accumulators here). */
   protected onParamGroupAdded(_group: ParamGroup<TOptions>): void {}
 
@@ -151,31 +189,20 @@ export abstract class Optimizer<
   }
 
   /**
-   * Clears the gradients of every parameter: set to none (default; the next backward writes
-   * fresh ones and a parameter that gets none is skipped by `step`) or, with `false`, filled
-   * with zeros in place. PyTorch: `optimizer.zero_grad(set_to_none)`.
+   * Clears the gradients of every parameter: set to none (default, as PyTorch 2.x; the next
+   * backward writes fresh ones and a parameter that gets none is skipped by `step`) or, with
+   * `false`, filled with zeros in place (a gradient built with `createGraph` is cut from its
+   * graph first). One native call for all of them. PyTorch: `optimizer.zero_grad(set_to_none)`.
    */
   zeroGrad(setToNone = true): void {
     if (typeof setToNone !== 'boolean') {
       throw invalidArgument(`${this.definition.name}.zeroGrad`, 'setToNone', 'a boolean', setToNone);
     }
-    for (const group of this.paramGroups) {
-      for (const param of group.params) {
-        if (setToNone) {
-          param.zeroGrad();
-          continue;
-        }
-        const grad = param.grad;
-        if (grad === null) continue;
-        try {
-          // A gradient built with createGraph carries a graph of its own: cut it first.
-          if (grad.gradFn !== null) grad.detach_();
-          noGrad(() => grad.zero_());
-        } finally {
-          grad.dispose();
-        }
-      }
-    }
+    const params =
+      this.paramGroups.length === 1
+        ? this.paramGroups[0]!.params
+        : this.paramGroups.flatMap((group) => group.params);
+    aten.call('zeroGrads', params, setToNone);
   }
 
   /**
@@ -204,6 +231,10 @@ export abstract class Optimizer<
     noGrad(() =>
       tidy(() => {
         for (const group of this.paramGroups) {
+          if (this.takesGroupWhole(group)) {
+            this.stepWhole(group);
+            continue;
+          }
           const items: StepItem<TState>[] = [];
           for (const param of group.params) {
             const grad = param.grad;
@@ -223,6 +254,35 @@ export abstract class Optimizer<
    */
   protected stepGroup(group: ParamGroup<TOptions>, items: readonly StepItem<TState>[]): void {
     for (const { param, grad, state } of items) this.stepParameter(param, grad, state, group);
+  }
+
+  /** Steps the parameters of `group` that have a gradient, asking native code which those are. */
+  private stepWhole(group: ParamGroup<TOptions>): void {
+    const present = aten.call('hasGrads', group.params) as boolean[];
+    const items: GroupItem<TState>[] = [];
+    group.params.forEach((param, k) => {
+      if (present[k]) items.push({ param, state: this.stateOf(param, group) });
+    });
+    if (items.length > 0) this.stepGroupWhole(group, items);
+  }
+
+  /**
+   * True when `group` is updated by `stepGroupWhole` this step (a multi-tensor update that
+   * reads the gradients natively); the default, false, runs `stepGroup`.
+   */
+  protected takesGroupWhole(_group: ParamGroup<TOptions>): boolean {
+    return false;
+  }
+
+  /**
+   * Updates the parameters of `group` that have a gradient, all at once, for the groups
+   * `takesGroupWhole` accepts. The default hands each gradient to `stepGroup`.
+   */
+  protected stepGroupWhole(group: ParamGroup<TOptions>, items: readonly GroupItem<TState>[]): void {
+    this.stepGroup(
+      group,
+      items.map(({ param, state }) => ({ param, grad: param.grad!, state })),
+    );
   }
 
   /** Creates the state of a parameter at its first update; its tensors are kept by the caller. */

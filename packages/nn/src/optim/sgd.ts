@@ -1,5 +1,6 @@
-import { FlodlError, keep, type Tensor } from '@flodl/tensor-native';
-import { Optimizer, type OptimizerDefinition } from './optimizer.js';
+import { aten, FlodlError, keep, type Tensor } from '@flodl/tensor-native';
+import { checkForeach, foreachChosen } from './foreach.js';
+import { type GroupItem, Optimizer, type OptimizerDefinition } from './optimizer.js';
 import { checkBoolean, checkFiniteNumber, checkNumberInRange } from './options.js';
 import type { OptimizerParams, ParamGroup } from './param-groups.js';
 
@@ -17,6 +18,14 @@ export interface SGDOptions {
   nesterov?: boolean;
   /** Maximize the objective instead of minimizing it. Default false. */
   maximize?: boolean;
+  /**
+   * Update a group in one native call (on CUDA with libtorch's multi-tensor kernels) instead of
+   * several calls per parameter; the result is the per-parameter update's, bit for bit on the
+   * CPU. `null` (the default, PyTorch's `foreach=None`) takes it on every device (PyTorch keeps
+   * the per-parameter update on the CPU; here one call per group is faster there too);
+   * `false` keeps the per-parameter ops; `true` asks for it.
+   */
+  foreach?: boolean | null;
 }
 
 /** The options of one SGD parameter group, every value resolved. */
@@ -27,7 +36,15 @@ export type SGDState = { momentumBuffer: Tensor | null };
 
 const definition: OptimizerDefinition<SGDGroupOptions> = {
   name: 'SGD',
-  defaults: { lr: Number.NaN, momentum: 0, dampening: 0, weightDecay: 0, nesterov: false, maximize: false },
+  defaults: {
+    lr: Number.NaN,
+    momentum: 0,
+    dampening: 0,
+    weightDecay: 0,
+    nesterov: false,
+    maximize: false,
+    foreach: null,
+  },
   validate(options, where) {
     if (options.lr !== undefined) checkNumberInRange('SGD', `${where}.lr`, options.lr, 0);
     if (options.momentum !== undefined) checkNumberInRange('SGD', `${where}.momentum`, options.momentum, 0);
@@ -38,6 +55,7 @@ const definition: OptimizerDefinition<SGDGroupOptions> = {
     }
     if (options.nesterov !== undefined) checkBoolean('SGD', `${where}.nesterov`, options.nesterov);
     if (options.maximize !== undefined) checkBoolean('SGD', `${where}.maximize`, options.maximize);
+    if (options.foreach !== undefined) checkForeach('SGD', `${where}.foreach`, options.foreach);
   },
   stateLayout: { momentumBuffer: 'nullableTensor' },
   checkCombination(options, where) {
@@ -78,7 +96,8 @@ const definition: OptimizerDefinition<SGDGroupOptions> = {
  * });
  * ```
  * PyTorch equivalent: `torch.optim.SGD(params, lr, momentum=0, dampening=0, weight_decay=0,
- * nesterov=False, maximize=False)` (the single-tensor code path, op for op).
+ * nesterov=False, maximize=False, foreach=None)` (the single-tensor code path, op for op, in one
+ * native call per group with `foreach`).
  */
 export class SGD extends Optimizer<SGDGroupOptions, SGDState> {
   constructor(params: OptimizerParams<SGDGroupOptions>, options?: SGDOptions) {
@@ -87,6 +106,39 @@ export class SGD extends Optimizer<SGDGroupOptions, SGDState> {
 
   protected createState(): SGDState {
     return { momentumBuffer: null };
+  }
+
+  protected override takesGroupWhole(group: ParamGroup<SGDGroupOptions>): boolean {
+    return foreachChosen(group.foreach);
+  }
+
+  /** The whole group in one call (PyTorch's `_multi_tensor_sgd`, in `stepParameter`'s op order). */
+  protected override stepGroupWhole(
+    group: ParamGroup<SGDGroupOptions>,
+    items: readonly GroupItem<SGDState>[],
+  ): void {
+    const { lr, momentum, dampening, weightDecay, nesterov, maximize } = group;
+    const buffers = momentum === 0 ? undefined : items.map(({ state }) => state.momentumBuffer);
+    const started: (Tensor | null)[] | undefined = aten.call(
+      'foreachSgd',
+      items.map(({ param }) => param),
+      undefined,
+      buffers,
+      lr,
+      momentum,
+      dampening,
+      weightDecay,
+      nesterov,
+      maximize,
+    );
+    started?.forEach((buffer, k) => {
+      if (buffer !== null) items[k]!.state.momentumBuffer = keep(buffer);
+    });
+  }
+
+  /** @internal SGD's update is GPU work with the group's constant scalars: capturable. */
+  override captureRefusal(): string | null {
+    return null;
   }
 
   protected stepParameter(

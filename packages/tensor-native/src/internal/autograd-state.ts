@@ -1,8 +1,26 @@
 // The addon's autograd entries, typed: each tensor's autograd state (requires-grad, leaf,
 // grad_fn, .grad, .data, version), backward, autograd.grad and the thread's grad mode.
 
-import { native } from './binding.js';
 import type { Handle } from './binding-types.js';
+import { nativeOps } from './native-ops.js';
+
+const native = nativeOps(
+  'requiresGrad',
+  'setRequiresGrad',
+  'isLeaf',
+  'grad',
+  'gradFn',
+  'setGrad',
+  'retainGrad',
+  'variableData',
+  'setData',
+  'detach_',
+  'version',
+  'backward',
+  'autogradGrad',
+  'isGradEnabled',
+  'setGradEnabled',
+);
 
 export function requiresGrad(handle: Handle): boolean {
   return native.requiresGrad(handle);

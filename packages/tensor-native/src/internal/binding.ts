@@ -25,6 +25,10 @@ function candidates(): string[] {
 // libtorch reports every failure as one exception type; its text says which kind it was.
 const CLASSIFIERS: [RegExp, FlodlErrorCode][] = [
   [
+    /stream is capturing|during capture|capture.*invalidated|CUDA graph|not permitted when stream/i,
+    'ERR_CUDA_GRAPH',
+  ],
+  [
     /does not require grad|backward through the graph a second time|leaf Variable that requires grad|can require gradients|implicitly created only for scalar|modified by an inplace operation|One of the differentiated Tensors|Trying to backward/i,
     'ERR_AUTOGRAD',
   ],

@@ -3,8 +3,19 @@
 // re-labelled with the public op name (createProcessGroup, ProcessGroup.allReduce, ...),
 // keeping its code, text and cause.
 import { FlodlError } from '../errors.js';
-import { native } from './binding.js';
 import type { Handle } from './binding-types.js';
+import { nativeOps } from './native-ops.js';
+
+const native = nativeOps(
+  'distStoreCreate',
+  'distStoreFree',
+  'distGroupCreate',
+  'distGroupDestroy',
+  'distAllReduce',
+  'distBroadcast',
+  'distAllGather',
+  'distBarrier',
+);
 
 // The public name of each native entry, for the errors it raises.
 const PUBLIC_OPS: Record<string, string> = {

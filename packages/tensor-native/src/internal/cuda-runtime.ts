@@ -1,8 +1,36 @@
 // The addon's CUDA runtime entries, typed: device count, synchronization, allocator statistics,
 // and the stream and event pools (streams and events are named by ids from the addon).
 
-import { native } from './binding.js';
 import type { Handle } from './binding-types.js';
+import { nativeOps } from './native-ops.js';
+
+const native = nativeOps(
+  'cudaDeviceCount',
+  'cudaSynchronize',
+  'cudaMemoryStats',
+  'cudaResetPeakMemoryStats',
+  'cudaEmptyCache',
+  'cudaDeviceName',
+  'streamCreate',
+  'streamCurrent',
+  'streamSynchronize',
+  'streamQuery',
+  'streamSetCurrent',
+  'recordStream',
+  'eventCreate',
+  'eventRecord',
+  'eventWait',
+  'eventSynchronize',
+  'eventQuery',
+  'eventElapsed',
+  'eventDestroy',
+  'graphCreate',
+  'graphCaptureBegin',
+  'graphCaptureEnd',
+  'graphReplay',
+  'graphDestroy',
+  'graphCapturing',
+);
 
 /** Allocator statistics of one CUDA device, in bytes. */
 export interface CudaMemoryStats {
@@ -62,4 +90,17 @@ export const events = {
   /** Milliseconds from `start` to `end`. */
   elapsed: (start: number, end: number): number => native.eventElapsed(start, end),
   destroy: (id: number): void => native.eventDestroy(id),
+};
+
+/** CUDA graphs, by id: capture of the current stream, replay, and the capture status. */
+export const graphs = {
+  create: (): number => native.graphCreate(),
+  /** `poolOf`: -1, or a graph whose memory pool this capture shares; `mode`: 0 global, 1 thread-local, 2 relaxed. */
+  captureBegin: (id: number, poolOf: number, mode: number): void =>
+    native.graphCaptureBegin(id, poolOf, mode),
+  captureEnd: (id: number): void => native.graphCaptureEnd(id),
+  replay: (id: number): void => native.graphReplay(id),
+  destroy: (id: number): void => native.graphDestroy(id),
+  /** Whether the current stream of `device` is being captured. */
+  capturing: (device: number): boolean => native.graphCapturing(device),
 };

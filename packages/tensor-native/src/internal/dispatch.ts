@@ -1,7 +1,7 @@
 // Native ops by name, Tensors in and out: the dispatch behind `aten` (see aten.ts). A Tensor
 // argument (or an array holding Tensors) is passed as its handle; a numeric result becomes a
-// Tensor, an array result a Tensor[] (null kept); a failure is diagnosed against the Tensor
-// arguments.
+// Tensor, an array result a Tensor[] (null and booleans kept); a failure is diagnosed against
+// the Tensor arguments.
 import { invalidArgument } from '../errors.js';
 import { Tensor } from '../tensor.js';
 import { native } from './binding.js';
@@ -27,13 +27,18 @@ function toNative(value: NativeArgument): unknown {
 
 function fromNative(value: unknown): unknown {
   if (typeof value === 'number') return new Tensor(value);
-  if (Array.isArray(value)) return value.map((item) => (item === null ? null : new Tensor(item as number)));
+  if (Array.isArray(value)) {
+    return value.map((item) =>
+      item === null || typeof item === 'boolean' ? item : new Tensor(item as number),
+    );
+  }
   return value;
 }
 
 /**
  * Calls the native op `name` with Tensors passed as tensors (arrays of Tensors too); a
- * numeric result is a new Tensor, an array result a Tensor[]. Failures are FlodlErrors.
+ * numeric result is a new Tensor, an array result a Tensor[] (its nulls and booleans kept).
+ * Failures are FlodlErrors.
  *
  * @example aten.call('conv2d', input, weight, bias, [1, 1], [0, 0], [1, 1], 1)
  */

@@ -1,8 +1,10 @@
 // The addon's per-environment tensor table, by handle: freeing, retiring (a slot the
 // garbage-collection safety net still names), reclaiming, and the live count.
 
-import { native } from './binding.js';
 import type { Handle } from './binding-types.js';
+import { nativeOps } from './native-ops.js';
+
+const native = nativeOps('free', 'retire', 'reclaim', 'freeMany', 'isLive', 'liveCount');
 
 /** Frees the tensor of `handle`; its slot is reused at once. */
 export function freeHandle(handle: Handle): void {

@@ -1,8 +1,23 @@
 // The addon's process-level entries, typed: seeding, intra-op threads, build information,
 // libtorch's global backend switches and its autocast state.
 
-import { native } from './binding.js';
 import type { DeviceCode, DTypeCode } from './binding-types.js';
+import { nativeOps } from './native-ops.js';
+
+const native = nativeOps(
+  'manualSeed',
+  'rngState',
+  'setRngState',
+  'setNumThreads',
+  'getNumThreads',
+  'buildInfo',
+  'distInfo',
+  'backendFlag',
+  'setBackendFlag',
+  'autocastState',
+  'autocastEnter',
+  'autocastExit',
+);
 
 /** What this build of the addon was compiled against. */
 export interface NativeBuildInfo {

@@ -1,8 +1,27 @@
 // The addon's per-tensor entries that Tensor itself is built on, typed: metadata (shape,
 // strides, dtype and device codes, layout), reading the values, and copies and moves.
 
-import { native } from './binding.js';
 import type { DeviceCode, DTypeCode, Handle } from './binding-types.js';
+import { nativeOps } from './native-ops.js';
+
+const native = nativeOps(
+  'shape',
+  'strides',
+  'dtype',
+  'device',
+  'numel',
+  'dim',
+  'isContiguous',
+  'isPinned',
+  'sameStorage',
+  'item',
+  'to',
+  'toTypedArray',
+  'clone',
+  'detach',
+  'contiguous',
+  'pinMemory',
+);
 
 export function shapeOf(handle: Handle): number[] {
   return native.shape(handle);

@@ -3,12 +3,18 @@
 // complete; reading it checks every field before anything is restored.
 
 import { readFileSync, statSync } from 'node:fs';
+import type { ElCheState } from '@flodl/distributed';
+import { isSpanList } from '@flodl/distributed/coordinator';
 import { FlodlError } from '@flodl/tensor-native';
 
 /** The `format` of every bundle's meta file. */
 export const CHECKPOINT_FORMAT = 'flodl.checkpoint';
-/** The meta version this flodl writes (and the newest it reads). */
-export const CHECKPOINT_VERSION = 1;
+/**
+ * The meta version this flodl writes (and the newest it reads). Version 2 added the
+ * coordinator's state (`elche` typed, `guardHistory`) and the live membership (`live`,
+ * `lost`); version 1 metas read with those empty.
+ */
+export const CHECKPOINT_VERSION = 2;
 /** Meta files larger than this are refused before they are read. */
 export const MAX_META_BYTES = 16 * 1024 * 1024;
 /** A generator state (base64) longer than this is refused (the CPU's is 5 056 bytes). */
@@ -86,6 +92,10 @@ export interface CheckpointMeta {
   worldSize: number;
   /** The ranks of the run at its formation (0 … worldSize − 1). */
   membership: number[];
+  /** The ranks alive at the save (version 2; a version-1 meta reads `membership`). */
+  live: number[];
+  /** The ranks the run had lost by the save (version 2; empty in a version-1 meta). */
+  lost: number[];
   /** The shuffle seed (every epoch's permutation derives from it). */
   seed: number;
   batchSize: number;
@@ -96,8 +106,13 @@ export interface CheckpointMeta {
   coverage: { epoch: number; totalSamples: number; covered: [number, number][] };
   /** Every default generator's state (base64), by device: `cpu`, `cuda:N`. */
   rng: Record<string, string>;
-  /** The cadence controller's state, where the run has one. */
-  elche: Record<string, unknown> | null;
+  /**
+   * The cadence controller's state (its calibrated speeds, anchor, phase), where the run has
+   * one: a cluster's coordinator at the save.
+   */
+  elche: ElCheState | null;
+  /** The convergence guard's history at the save (version 2; empty in a version-1 meta). */
+  guardHistory: number[];
   files: {
     model: BundleFile;
     /** Per rank: its optimizer's state. */
@@ -246,12 +261,6 @@ function checkMeta(path: string, value: unknown): CheckpointMeta {
     '{ cpu: base64, "cuda:N": base64 }',
     rng === undefined ? undefined : Object.keys(rng as object),
   );
-  field(
-    'elche',
-    meta.elche === null || (typeof meta.elche === 'object' && meta.elche !== undefined),
-    'an object or null',
-    meta.elche,
-  );
   const files = meta.files as Partial<CheckpointMeta['files']> | undefined;
   const isFile = (file: unknown): file is BundleFile =>
     typeof file === 'object' &&
@@ -279,19 +288,46 @@ function checkMeta(path: string, value: unknown): CheckpointMeta {
       coverage !== null &&
       coverage.epoch === meta.epoch &&
       coverage.totalSamples === meta.datasetLength &&
-      Array.isArray(coverage.covered) &&
-      coverage.covered.every(
-        (span) =>
-          Array.isArray(span) &&
-          span.length === 2 &&
-          Number.isSafeInteger(span[0]) &&
-          Number.isSafeInteger(span[1]) &&
-          span[0] >= 0 &&
-          span[0] <= span[1] &&
-          span[1] <= (meta.datasetLength as number),
-      ),
+      isSpanList(coverage.covered, meta.datasetLength as number),
     '{ epoch, totalSamples, covered: [from, to)[] }',
     coverage,
+  );
+  // Version 2's fields: a version-1 meta reads with them empty.
+  const ranks = (name: 'live' | 'lost', fallback: number[]): void => {
+    const item = (meta as Record<string, unknown>)[name];
+    if (item === undefined && meta.version === 1) {
+      (meta as Record<string, unknown>)[name] = fallback;
+      return;
+    }
+    field(
+      name,
+      Array.isArray(item) && item.every((rank) => Number.isSafeInteger(rank) && rank >= 0),
+      'a list of ranks',
+      item,
+    );
+  };
+  ranks('live', [...(meta.membership as number[])]);
+  ranks('lost', []);
+  if (meta.guardHistory === undefined && meta.version === 1) meta.guardHistory = [];
+  field(
+    'guardHistory',
+    Array.isArray(meta.guardHistory) && meta.guardHistory.every((item) => Number.isFinite(item)),
+    'a list of numbers',
+    meta.guardHistory,
+  );
+  const elche = meta.elche as Partial<ElCheState> | null | undefined;
+  field(
+    'elche',
+    elche === null ||
+      (typeof elche === 'object' &&
+        elche !== undefined &&
+        Array.isArray(elche.smoothedMsPerBatch) &&
+        elche.smoothedMsPerBatch.every((ms) => Number.isFinite(ms)) &&
+        Number.isFinite(elche.anchor) &&
+        Number.isSafeInteger(elche.calibrationCount) &&
+        typeof elche.phase === 'string'),
+    'null or { anchor, anchorRank, smoothedMsPerBatch, phase, calibrationCount }',
+    elche,
   );
   return meta as CheckpointMeta;
 }

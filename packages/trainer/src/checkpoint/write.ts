@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, fsyncSync, mkdirSync, openSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
+import type { ElCheState } from '@flodl/distributed';
 import { type LRScheduler, type Optimizer, save, saveOptimizer, writeFileAtomic } from '@flodl/nn';
 import { type Device, FlodlError, getRngState } from '@flodl/tensor-native';
 import type { AnyModule } from '../runtime/types.js';
@@ -37,9 +38,48 @@ export interface BundleSource {
   stepsSinceAvg: number;
   averagingCount: number;
   cursor: DataCursor;
-  /** The positions of `cursor.epoch`'s permutation the saving rank trained, `[from, to)`. */
+  /** The positions of `cursor.epoch`'s permutation trained, `[from, to)` (every rank's, in a cluster bundle). */
   covered: [number, number][];
-  elche?: Record<string, unknown> | null;
+  /** The ranks alive at the save. Default `membership`. */
+  live?: number[];
+  /** The ranks lost by the save. Default none. */
+  lost?: number[];
+  /** The cluster coordinator's ElChe state at the save. Default none. */
+  elche?: ElCheState | null;
+  /** The convergence guard's history at the save. Default none. */
+  guardHistory?: number[];
+}
+
+/** A cluster bundle's shared parts: its id (every rank's files carry it) and the other ranks' optimizer files. */
+export interface BundleShare {
+  bundleId: string;
+  /** Optimizer files other ranks wrote into this bundle, by rank. */
+  optimizers: Map<number, string>;
+}
+
+/** Metadata key of a rank's optimizer file: its coverage of the epoch in progress, as JSON. */
+export const COVERED_METADATA_KEY = 'flodl.covered';
+
+/**
+ * Writes rank `source.rank`'s optimizer state into the bundle `bundleId` at `stem`, with the
+ * positions it trained of its epoch in progress (a cluster bundle gathers every rank's).
+ *
+ * @throws FlodlError ERR_IO when the file cannot be written
+ */
+export function writeRankPart(stem: string, source: BundleSource, bundleId: string): string {
+  const path = bundlePaths(stem).optimizer(source.rank);
+  try {
+    mkdirSync(dirname(path), { recursive: true });
+  } catch (error) {
+    throw ioError(path, error);
+  }
+  saveOptimizer(source.optimizer, path, {
+    metadata: {
+      'flodl.bundle': bundleId,
+      [COVERED_METADATA_KEY]: JSON.stringify({ epoch: source.cursor.epoch, spans: source.covered }),
+    },
+  });
+  return path;
 }
 
 /**
@@ -48,9 +88,14 @@ export interface BundleSource {
  * @throws FlodlError ERR_IO when a file cannot be written (the stem is left without its meta:
  *   incomplete; other bundles are untouched)
  */
-export function writeBundle(stem: string, source: BundleSource, reason: BundleReason): CheckpointMeta {
+export function writeBundle(
+  stem: string,
+  source: BundleSource,
+  reason: BundleReason,
+  share?: BundleShare,
+): CheckpointMeta {
   const paths = bundlePaths(stem);
-  const bundleId = randomBytes(8).toString('hex');
+  const bundleId = share?.bundleId ?? randomBytes(8).toString('hex');
   const tag = { 'flodl.bundle': bundleId };
   try {
     mkdirSync(dirname(paths.meta), { recursive: true });
@@ -59,8 +104,7 @@ export function writeBundle(stem: string, source: BundleSource, reason: BundleRe
     throw ioError(paths.meta, error);
   }
   save(source.model, paths.model, { metadata: { ...tag, 'flodl.format': CHECKPOINT_FORMAT } });
-  const optimizerPath = paths.optimizer(source.rank);
-  saveOptimizer(source.optimizer, optimizerPath, { metadata: tag });
+  const optimizerPath = writeRankPart(stem, source, bundleId);
   let scheduler: BundleFile | null = null;
   if (source.scheduler) {
     writeText(
@@ -89,6 +133,8 @@ export function writeBundle(stem: string, source: BundleSource, reason: BundleRe
     mode: source.mode,
     worldSize: source.worldSize,
     membership: [...source.membership],
+    live: [...(source.live ?? source.membership)],
+    lost: [...(source.lost ?? [])],
     seed: source.seed,
     batchSize: source.batchSize,
     datasetLength: source.datasetLength,
@@ -96,14 +142,18 @@ export function writeBundle(stem: string, source: BundleSource, reason: BundleRe
     coverage: {
       epoch: cursor.epoch,
       totalSamples: source.datasetLength,
-      covered:
-        cursor.batch === 0 ? [] : [[0, Math.min(source.datasetLength, cursor.batch * source.batchSize)]],
+      covered: source.covered,
     },
     rng,
     elche: source.elche ?? null,
+    guardHistory: [...(source.guardHistory ?? [])],
     files: {
       model: fileEntry(paths.model),
-      optimizer: { [String(source.rank)]: fileEntry(optimizerPath) },
+      optimizer: Object.fromEntries(
+        [[source.rank, optimizerPath] as const, ...(share?.optimizers ?? [])]
+          .sort(([left], [right]) => left - right)
+          .map(([rank, path]) => [String(rank), fileEntry(path)]),
+      ),
       scheduler,
     },
   };

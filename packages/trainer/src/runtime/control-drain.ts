@@ -2,6 +2,7 @@
 // (plans, roles, global step, throttling, callbacks, aggregated metrics, shutdown).
 
 import type { CoordinatorMessage, DistributedSession, EpochMetrics, EpochPlan } from '@flodl/distributed';
+import type { SaveReason } from '@flodl/distributed/wire';
 import { sleep } from './train-step.js';
 
 /** A callback's outcome, as the coordinator hears it. */
@@ -20,8 +21,15 @@ export interface ControlHost {
   setGlobalStep(globalStep: number): void;
   evaluate(): Promise<CallbackOutcome & { metric: number }>;
   checkpoint(version: number): Promise<CallbackOutcome>;
-  /** `ShutdownWithSave` reached a rank not yet shut down: it holds the freshest state. */
-  saveBeforeShutdown(): void;
+  /** Another rank writes this `Checkpoint`'s bundle: this rank adds its own optimizer state. */
+  checkpointPart(version: number): Promise<void>;
+  /**
+   * `ShutdownWithSave` reached a rank not yet shut down: the coordinator chose it, the
+   * freshest, to save the run alone (a graceful stop, which every rank gets, is `saveAtStop`).
+   */
+  saveBeforeShutdown(reason: SaveReason): Promise<void>;
+  /** A graceful stop: every rank saves (its optimizer state; the elected rank the bundle). */
+  saveAtStop(): Promise<void>;
 }
 
 /**
@@ -44,6 +52,8 @@ export class ControlDrain {
   #inbox: CoordinatorMessage[] = [];
   #throttled = false;
   #throttledAt = 0;
+  /** A graceful stop's bundle is due once the messages in hand are followed. */
+  #stopSave = false;
 
   constructor(host: ControlHost) {
     this.#host = host;
@@ -76,6 +86,12 @@ export class ControlDrain {
       const message = this.#inbox.shift() as CoordinatorMessage;
       await this.#handle(session, message);
     }
+    if (!this.#stopSave) return;
+    this.#stopSave = false;
+    // What came behind the stop in its round (the SetGlobalStep) is taken in first.
+    await session.drain();
+    await this.#handleInbox(session);
+    await this.#host.saveAtStop();
   }
 
   async #handle(session: DistributedSession, message: CoordinatorMessage): Promise<void> {
@@ -123,7 +139,10 @@ export class ControlDrain {
         return;
       }
       case 'Checkpoint': {
-        if (message.targetRank !== host.rank) return;
+        if (message.targetRank !== host.rank) {
+          await host.checkpointPart(message.version);
+          return;
+        }
         const result = await host.checkpoint(message.version);
         session.control.send({
           type: 'CheckpointResult',
@@ -137,8 +156,12 @@ export class ControlDrain {
         this.shutdown = true;
         return;
       case 'ShutdownWithSave':
-        // This rank holds the freshest state: it persists it before the run ends.
-        if (!this.shutdown) host.saveBeforeShutdown();
+        // A graceful stop reaches every rank at the same round: each saves once the round's
+        // messages are in. Otherwise this rank holds the freshest state and saves it alone.
+        if (!this.shutdown) {
+          if (message.reason === 'GracefulShutdown') this.#stopSave = true;
+          else await host.saveBeforeShutdown(message.reason);
+        }
         this.shutdown = true;
         return;
       default:

@@ -13,8 +13,13 @@ export class CursorTracker {
   #resume: DataCursor | undefined;
   /** The epoch after the last plan closed (its report sent), until the next begins. */
   #after: number | undefined;
-  #plan: EpochPlan | undefined;
   #state: EpochState | undefined;
+  /** The open plan's ranges of the permutation, in order (an ExtendPartition adds one). */
+  #ranges: [number, number][] = [];
+  /** Positions trained by the plans closed so far, by epoch (the latest two epochs kept). */
+  #done = new Map<number, [number, number][]>();
+  /** Positions of an epoch trained before a cluster save (a resumed run's). */
+  #prior: { epoch: number; spans: [number, number][] } | undefined;
 
   constructor(batchSize: number) {
     this.#batchSize = batchSize;
@@ -43,14 +48,29 @@ export class CursorTracker {
       state.dataStarveMsTotal = resume.dataMs;
       if (resume.scalars) restoreScalars(resume.scalars);
     }
-    this.#plan = plan;
     this.#state = state;
+    this.#ranges = [[plan.partitionOffset, plan.partitionSize]];
     this.#after = undefined;
+  }
+
+  /** The open plan grew by `[offset, offset + size)` (an ExtendPartition). */
+  extend(offset: number, size: number): void {
+    this.#ranges.push([offset, size]);
+  }
+
+  /** A resumed cluster run: these positions of `epoch` were trained before the save. */
+  trainedBefore(epoch: number, spans: [number, number][]): void {
+    this.#prior = { epoch, spans: spans.map(([from, to]) => [from, to]) };
   }
 
   /** `state`'s plan closed with its report: the cursor moves to the next epoch's start. */
   closed(state: EpochState): void {
-    if (this.#state === state) this.#after = state.epoch + 1;
+    if (this.#state !== state) return;
+    const spans = this.#done.get(state.epoch) ?? [];
+    spans.push(...this.#trained(state.booked));
+    this.#done.set(state.epoch, spans);
+    for (const epoch of this.#done.keys()) if (epoch < state.epoch - 1) this.#done.delete(epoch);
+    this.#after = state.epoch + 1;
   }
 
   /** The open plan's epoch and booked batches, or the next epoch's start at a boundary. */
@@ -71,16 +91,35 @@ export class CursorTracker {
     };
   }
 
-  /** The positions of the epoch in progress this rank trained, `[from, to)` of its open plan. */
+  /**
+   * The positions of the epoch in progress (`cursor().epoch`) this rank trained, `[from, to)`:
+   * its closed plans of that epoch and the booked part of the open one (plus, after a cluster
+   * resume, what was trained of it before the save).
+   */
   covered(): [number, number][] {
+    const epoch = this.cursor().epoch;
+    const spans: [number, number][] = [];
+    if (this.#prior?.epoch === epoch) spans.push(...this.#prior.spans);
+    spans.push(...(this.#done.get(epoch) ?? []));
     const state = this.#open();
-    const plan = this.#plan;
-    if (state === undefined || plan === undefined || state.booked === 0) {
-      const resume = this.#resume;
-      return resume && resume.batch > 0 ? [[0, resume.batch * this.#batchSize]] : [];
+    if (state !== undefined && state.booked > 0) spans.push(...this.#trained(state.booked));
+    const resume = this.#resume;
+    if (state === undefined && resume?.epoch === epoch && resume.batch > 0)
+      spans.push([0, resume.batch * this.#batchSize]);
+    return spans;
+  }
+
+  /** The first `booked` batches of the open plan's ranges, as spans. */
+  #trained(booked: number): [number, number][] {
+    let left = booked * this.#batchSize;
+    const spans: [number, number][] = [];
+    for (const [offset, size] of this.#ranges) {
+      if (left <= 0) break;
+      const take = Math.min(left, size);
+      if (take > 0) spans.push([offset, offset + take]);
+      left -= take;
     }
-    const trained = Math.min(state.booked * this.#batchSize, plan.partitionSize);
-    return [[plan.partitionOffset, plan.partitionOffset + trained]];
+    return spans;
   }
 
   #open(): EpochState | undefined {

@@ -9,20 +9,22 @@ import type {
   EpochPlan,
   IntentKind,
 } from '@flodl/distributed';
+import { livenessFromEnv } from '@flodl/distributed';
 import type { Optimizer } from '@flodl/nn';
 import { type Device, FlodlError, type Tensor } from '@flodl/tensor-native';
 import type { BundleReason, CheckpointMeta, DataCursor } from '../checkpoint/meta.js';
 import type { CheckpointBundle } from '../checkpoint/read.js';
 import type { BundleSource } from '../checkpoint/write.js';
 import type { Batch } from '../data/batch.js';
+import { CapturedTrainStep } from './captured-train-step.js';
 import { ControlDrain } from './control-drain.js';
 import { CursorTracker } from './data-cursor.js';
 import { PlanReader } from './plan-reader.js';
-import { restoreRank, saveRankBundle } from './runtime-bundles.js';
+import { type BundlePlace, restoreRank, saveClusterBundle, saveRankBundle } from './runtime-bundles.js';
 import { checkpointAndBundle, runCheckpoint, runEval } from './runtime-callbacks.js';
 import type { ChunkReport, RankRuntimeOptions } from './runtime-options.js';
 import { loadState, paramNorm as normOf, snapshotState } from './snapshots.js';
-import { holdLockstep, planReport, stepOptimizer } from './step-bookkeeping.js';
+import { applySchedule, holdLockstep, planReport, stepOptimizer } from './step-bookkeeping.js';
 import { messageOf, runTrainStep, sleep } from './train-step.js';
 import type { AnyModule, EpochState, TrainedState, TrainingDataset, TrainStep } from './types.js';
 
@@ -75,11 +77,15 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   #lastLr: number | undefined;
   #roundsHeld = 0;
   #disposed = false;
+  /** The captured step of `cudaGraph`, made at the first step. */
+  #captured: CapturedTrainStep<M> | undefined;
   readonly #cursor: CursorTracker;
   readonly #control: ControlDrain;
   #bundleRequested = false;
   /** The optimizer tail of a managed step, bound once. */
   readonly #tail = (): void => this.optimizerStepAndBookkeep();
+  /** Averaging rounds of the run this one resumed (the session counts from them on). */
+  #restoredAveraging = 0;
 
   constructor(options: RankRuntimeOptions<M>) {
     this.#options = options;
@@ -107,14 +113,26 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       get evaluates() {
         return options.callbacks?.evalFn !== undefined;
       },
-      extendOpenPlan: (epoch, offset, size) => this.#reader.extend(epoch, offset, size),
+      extendOpenPlan: (epoch, offset, size) => {
+        if (!this.#reader.extend(epoch, offset, size)) return false;
+        this.#cursor.extend(offset, size);
+        return true;
+      },
       setGlobalStep: (globalStep) => {
         this.globalStep = globalStep;
       },
       evaluate: () => this.evaluate(),
       checkpoint: (version) => this.#clusterCheckpoint(version),
-      saveBeforeShutdown: () => {
-        if (this.#options.savePath !== undefined) this.#saveOrWarn('shutdownWithSave');
+      checkpointPart: async () => {
+        if (this.#options.savePath !== undefined) await this.#saveClusterOrWarn('every', false);
+      },
+      saveBeforeShutdown: async () => {
+        if (this.#options.savePath !== undefined)
+          await this.#saveClusterOrWarn('shutdownWithSave', true, false);
+      },
+      saveAtStop: async () => {
+        if (this.#options.savePath !== undefined)
+          await this.#saveClusterOrWarn('stop', this.rank === (this.#control.epochRole ?? 0));
       },
     });
     const lrScale = options.lrScale ?? 1;
@@ -180,8 +198,15 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   /** Clip → LR → optimizer step → zeroGrad → counters. Gradients must be populated. */
   optimizerStepAndBookkeep(): void {
     this.#checkLive('optimizerStepAndBookkeep');
-    const lrStep = this.#options.scheduler === undefined ? 0 : this.globalStep + this.stepsSinceAvg;
-    stepOptimizer(this.optimizer, this.#parameters, this.#options, lrStep);
+    stepOptimizer(this.optimizer, this.#parameters, this.#options, this.#lrStep());
+    this.#countStep();
+  }
+
+  #lrStep(): number {
+    return this.#options.scheduler === undefined ? 0 : this.globalStep + this.stepsSinceAvg;
+  }
+
+  #countStep(): void {
     this.localStep += 1;
     if (!this.session) this.#stepsSinceAvg += 1;
   }
@@ -259,6 +284,19 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
     where: { epoch: number; batch: number },
   ): [number, number] {
     const started = performance.now();
+    if (this.#options.cudaGraph) {
+      this.#captured ??= new CapturedTrainStep(
+        this.model,
+        this.optimizer,
+        trainStep,
+        batch.names,
+        this.#options.maxGradNorm,
+      );
+      applySchedule(this.optimizer, this.#options, this.#lrStep());
+      const loss = this.#captured.run(batch, where);
+      this.#countStep();
+      return [loss, performance.now() - started];
+    }
     const loss = runTrainStep(this.model, trainStep, batch, where.epoch, where.batch, this.#tail);
     return [loss, performance.now() - started];
   }
@@ -273,9 +311,14 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       let loss: number;
       let ms: number;
       try {
-        const started = performance.now();
-        loss = runTrainStep(this.model, trainStep, batch, plan.epoch, state.batchDone - 1, this.#tail);
-        ms = performance.now() - started;
+        if (this.#options.cudaGraph) {
+          [loss, ms] = this.trainStep(trainStep, batch, { epoch: plan.epoch, batch: state.batchDone - 1 });
+        } else {
+          // The eager step without the per-step objects of `trainStep` (its where, its pair).
+          const started = performance.now();
+          loss = runTrainStep(this.model, trainStep, batch, plan.epoch, state.batchDone - 1, this.#tail);
+          ms = performance.now() - started;
+        }
       } finally {
         batch.dispose();
       }
@@ -337,7 +380,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       globalStep: this.globalStep,
       localStep: this.localStep,
       stepsSinceAvg: this.stepsSinceAvg,
-      averagingCount: this.session?.version ?? 0,
+      averagingCount: Math.max(this.session?.version ?? 0, this.#restoredAveraging),
       cursor: this.dataCursor(),
       covered: this.#cursor.covered(),
     };
@@ -351,13 +394,33 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
    * @throws FlodlError ERR_INVALID_ARGUMENT without a `savePath`; ERR_IO when a file cannot be written
    */
   saveBundle(reason: BundleReason): CheckpointMeta {
-    const place = {
+    return saveRankBundle(`${OP}.saveBundle`, this.#bundlePlace(), this.bundleSource(), reason);
+  }
+
+  /**
+   * A cluster bundle: this rank writes the model, the scheduler and the meta when it is
+   * `writer` (after gathering every live rank's optimizer file; `gather` false: alone), else
+   * only its own optimizer file. Every rank of the save must call it with the same `reason`.
+   *
+   * @throws FlodlError ERR_INVALID_ARGUMENT without a `savePath`; ERR_IO when a file cannot be written
+   */
+  saveClusterBundle(reason: BundleReason, writer: boolean, gather = true): Promise<void> {
+    // Half the session's bound on a wait: the other ranks save at the same step point.
+    const waitMs = writer && gather ? livenessFromEnv().sessionTimeoutMs / 2 : 0;
+    return saveClusterBundle(`${OP}.saveClusterBundle`, this.#bundlePlace(), this.bundleSource(), reason, {
+      writes: writer,
+      waitMs,
+    });
+  }
+
+  /** Where this rank's bundles go; a periodic one is named after the LR step (a cluster's: the coordinator's, which every rank shares). */
+  #bundlePlace(): BundlePlace {
+    return {
       savePath: this.#options.savePath,
       keepLast: this.#options.keepLast ?? 3,
       worldSize: this.worldSize,
-      lrStep: this.globalStep + this.stepsSinceAvg,
+      lrStep: this.session ? this.globalStep : this.globalStep + this.stepsSinceAvg,
     };
-    return saveRankBundle(`${OP}.saveBundle`, place, this.bundleSource(), reason);
   }
 
   /** The rank the coordinator elected for callbacks (`undefined` before it said, and on one device). */
@@ -405,6 +468,16 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
     );
     this.localStep = restored.localStep;
     this.globalStep = restored.globalStep;
+    this.#restoredAveraging = bundle.meta.averagingCount;
+    if (this.session) {
+      // A cluster: the coordinator's plans leave out what was trained (the coverage), so no
+      // batch is skipped here; a later save of this epoch still counts those positions.
+      const { coverage } = bundle.meta;
+      this.#cursor.trainedBefore(coverage.epoch, coverage.covered);
+      this.currentEpoch = bundle.meta.epoch;
+      if (coverage.covered.length > 0) this.#lastEpochFired = bundle.meta.epoch;
+      return;
+    }
     if (restored.stepsSinceAvg !== undefined) this.#stepsSinceAvg = restored.stepsSinceAvg;
     const { cursor } = restored;
     this.#cursor.resumeAt(cursor);
@@ -423,8 +496,16 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
     const { callbacks, savePath } = this.#options;
     return checkpointAndBundle(
       callbacks?.checkpointFn ? () => this.checkpoint(version) : undefined,
-      savePath !== undefined ? () => this.saveBundle('every') : undefined,
+      savePath !== undefined ? () => this.saveClusterBundle('every', true) : undefined,
     );
+  }
+
+  async #saveClusterOrWarn(reason: BundleReason, writer: boolean, gather = true): Promise<void> {
+    try {
+      await this.saveClusterBundle(reason, writer, gather);
+    } catch (error) {
+      process.stderr.write(`flodl: checkpoint failed: ${messageOf(error)}\n`);
+    }
   }
 
   #saveOrWarn(reason: BundleReason): void {
@@ -528,6 +609,8 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   /** Frees the loader (and what it prepared ahead). Idempotent. */
   dispose(): void {
     if (this.#disposed) return;
+    this.#captured?.dispose();
+    this.#captured = undefined;
     this.#reader.dispose();
     this.#disposed = true;
   }

@@ -6,6 +6,7 @@ import type { BundleReason, CheckpointMeta, DataCursor } from '../checkpoint/met
 import { periodicStem, prunePeriodic } from '../checkpoint/paths.js';
 import { type CheckpointBundle, type RestoreTarget, restoreBundle } from '../checkpoint/read.js';
 import { type BundleSource, writeBundle } from '../checkpoint/write.js';
+import { writeClusterBundle, writeClusterPart } from './cluster-bundle.js';
 
 /** Where and how a rank writes its bundles. */
 export interface BundlePlace {
@@ -31,18 +32,54 @@ export function saveRankBundle(
   reason: BundleReason,
 ): CheckpointMeta {
   const { savePath } = place;
-  if (savePath === undefined) {
-    throw new FlodlError('ERR_INVALID_ARGUMENT', 'a checkpoint bundle needs a savePath', {
-      op,
-      expected: ".savePath('runs/model') on the builder",
-      got: 'no savePath',
-    });
-  }
-  const periodic = reason === 'every' || reason === 'atEpoch' || reason === 'request';
-  const stem = periodic ? periodicStem(savePath, place.lrStep) : savePath;
+  if (savePath === undefined) throw noSavePath(op);
+  const stem = bundleStem(savePath, place.lrStep, reason);
   const meta = writeBundle(stem, source, reason);
-  if (periodic) prunePeriodic(savePath, place.keepLast, place.worldSize);
+  if (stem !== savePath) prunePeriodic(savePath, place.keepLast, place.worldSize);
   return meta;
+}
+
+/** Periodic reasons at `<savePath>.step-<lrStep>`; the others at `savePath`. */
+export function bundleStem(savePath: string, lrStep: number, reason: BundleReason): string {
+  const periodic = reason === 'every' || reason === 'atEpoch' || reason === 'request';
+  return periodic ? periodicStem(savePath, lrStep) : savePath;
+}
+
+/**
+ * A cluster bundle: rank `source.rank` writes the model, the scheduler and the meta when it
+ * is `writer` (after gathering every live rank's optimizer file, for at most `waitMs`), else
+ * only its own optimizer file. Every rank of the save calls it with the same `reason`.
+ *
+ * @throws FlodlError ERR_INVALID_ARGUMENT without a `savePath`; ERR_IO when a file cannot be written
+ */
+export async function saveClusterBundle(
+  op: string,
+  place: BundlePlace,
+  source: BundleSource,
+  reason: BundleReason,
+  writer: { writes: boolean; waitMs: number },
+): Promise<void> {
+  const { savePath } = place;
+  if (savePath === undefined) throw noSavePath(op);
+  const stem = bundleStem(savePath, place.lrStep, reason);
+  if (!writer.writes) {
+    writeClusterPart(stem, source, reason);
+    return;
+  }
+  const { missing } = await writeClusterBundle(stem, source, reason, writer.waitMs);
+  if (missing.length > 0)
+    process.stderr.write(
+      `flodl: checkpoint ${stem}: no optimizer state from rank(s) ${missing.join(', ')} within ${writer.waitMs} ms (a resume gives them rank ${source.rank}'s)\n`,
+    );
+  if (stem !== savePath) prunePeriodic(savePath, place.keepLast, place.worldSize);
+}
+
+function noSavePath(op: string): FlodlError {
+  return new FlodlError('ERR_INVALID_ARGUMENT', 'a checkpoint bundle needs a savePath', {
+    op,
+    expected: ".savePath('runs/model') on the builder",
+    got: 'no savePath',
+  });
 }
 
 /** The counters a restored bundle sets on a rank. */

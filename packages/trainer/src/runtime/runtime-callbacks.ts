@@ -52,7 +52,7 @@ export async function runCheckpoint<M extends AnyModule>(
  */
 export async function checkpointAndBundle(
   checkpoint: (() => Promise<CallbackOutcome>) | undefined,
-  saveBundle: (() => void) | undefined,
+  saveBundle: (() => void | Promise<void>) | undefined,
 ): Promise<CallbackOutcome> {
   const started = performance.now();
   const errors: string[] = [];
@@ -62,7 +62,7 @@ export async function checkpointAndBundle(
   }
   if (saveBundle) {
     try {
-      saveBundle();
+      await saveBundle();
     } catch (error) {
       errors.push(messageOf(error));
     }

@@ -49,6 +49,8 @@ export interface RankRuntimeOptions<M extends AnyModule = AnyModule> {
   prefetch?: number;
   /** Loader resident mode. Default `'auto'`. */
   resident?: boolean | 'auto';
+  /** Capture the step (forward to update) into a CUDA graph and replay it per batch. Default off. */
+  cudaGraph?: boolean;
   callbacks?: RuntimeCallbacks<M>;
   /** Hears every step after it is booked (a progress display, a metrics log). Default none. */
   onStep?: (step: RuntimeStep) => void;

@@ -29,20 +29,25 @@ export function stepOptimizer(
   tail: StepTail,
   lrStep: number,
 ): void {
-  const { maxGradNorm, scheduler } = tail;
+  const { maxGradNorm } = tail;
   if (maxGradNorm !== undefined) {
     const withGrad = parameters.filter((parameter) => parameter.grad !== undefined);
     if (withGrad.length > 0) clipGradNorm(withGrad, maxGradNorm);
   }
-  if (scheduler !== undefined) {
-    const lrs = scheduler.lrAt(lrStep);
-    const scale = tail.lrScale ?? 1;
-    lrs.forEach((lr, group) => {
-      optimizer.setGroupLr(group, lr * scale);
-    });
-  }
+  applySchedule(optimizer, tail, lrStep);
   optimizer.step();
   optimizer.zeroGrad();
+}
+
+/** The learning rate of the step at `lrStep` from the schedule (× lrScale), when there is one. */
+export function applySchedule(optimizer: Optimizer, tail: StepTail, lrStep: number): void {
+  const { scheduler } = tail;
+  if (scheduler === undefined) return;
+  const lrs = scheduler.lrAt(lrStep);
+  const scale = tail.lrScale ?? 1;
+  lrs.forEach((lr, group) => {
+    optimizer.setGroupLr(group, lr * scale);
+  });
 }
 
 /**

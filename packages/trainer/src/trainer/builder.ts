@@ -182,6 +182,16 @@ export class TrainerBuilder<M extends AnyModule = AnyModule> {
   prefetch(batches: number): this {
     return this.#set('prefetch', batches);
   }
+  /**
+   * Capture each rank's step (forward, loss, backward, clipping, update) into a CUDA graph and
+   * replay it per batch: one launch per step for small models. CUDA devices, static shapes
+   * (a last partial batch trains eagerly), and an optimizer that updates on the device (SGD;
+   * Adam/AdamW with `fused: true`); a per-step LR schedule re-captures every step, so use it
+   * with a constant or per-epoch schedule. Default off. See `CapturedStep` in `@flodl/nn`.
+   */
+  cudaGraph(enabled = true): this {
+    return this.#set('cudaGraph', enabled);
+  }
   /** Keep the dataset on the device (`'auto'` when it fits). Default `'auto'`. */
   resident(resident: boolean | 'auto'): this {
     return this.#set('resident', resident);

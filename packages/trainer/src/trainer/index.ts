@@ -13,6 +13,7 @@ export {
 } from './options.js';
 export {
   type ClusterRank,
+  type ClusterRankObserver,
   joinClusterRank,
   runSettingsFor,
   TRACE_DIR_ENV,

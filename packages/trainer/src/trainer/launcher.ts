@@ -2,12 +2,14 @@
 // settings the ranks announce) and starts one rank process per device running the same entry
 // script; `join()` resolves with the run's final consensus parameters.
 
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   CoordinatorHost,
   type CoordinatorNotice,
+  type CoordinatorResume,
   freePortOn,
   isCollectiveMode,
   launch,
@@ -15,6 +17,9 @@ import {
 } from '@flodl/distributed';
 import { readSafetensors } from '@flodl/nn';
 import { FlodlError, fromBytes, type Tensor } from '@flodl/tensor-native';
+import { writeCoordinatorState } from '../checkpoint/coordinator-state.js';
+import { readCheckpoint } from '../checkpoint/read.js';
+import { TRAINER_RUN_ENV } from '../runtime/cluster-bundle.js';
 import type { AnyModule, TrainedState } from '../runtime/types.js';
 import { warnCallback } from './build-rank.js';
 import type { TrainedRun, TrainerHandle } from './handle.js';
@@ -63,6 +68,10 @@ export async function runLauncher<M extends AnyModule>(
       }
     }
   };
+  // A resumed run: the coordinator starts where the bundle's run was (the ranks restore
+  // their own state from the same bundle).
+  const resume = options.resumeFrom === undefined ? undefined : resumeStateOf(options.resumeFrom);
+  let stopping = false;
   try {
     const allCuda = options.devices.every((device) => device.startsWith('cuda'));
     const result = await launch({
@@ -74,6 +83,7 @@ export async function runLauncher<M extends AnyModule>(
       device: allCuda ? 'cuda' : 'cpu',
       env: {
         [TRAINER_DEVICES_ENV]: options.devices.join(','),
+        [TRAINER_RUN_ENV]: randomBytes(8).toString('hex'),
         ...(isCollectiveMode(options.mode)
           ? { [PROCESS_GROUP_PORT_ENV]: String(await freePortOn('127.0.0.1')) }
           : {}),
@@ -87,14 +97,29 @@ export async function runLauncher<M extends AnyModule>(
       onServer: (server, run) => {
         CoordinatorHost.attachFromRanks(server, {
           run,
+          ...(resume === undefined ? {} : { resume }),
           onAttached: (attached) => {
             host = attached;
             monitor.attach(attached);
-            // A graceful stop: every rank ends after its step in flight and reports its state.
+            if (options.savePath !== undefined) {
+              // The meta a rank writes records the coordinator's state at the save: it is
+              // written here before every command that makes the ranks save is relayed.
+              attached.addObserver({
+                command: ({ command }) => {
+                  const saving =
+                    command.type === 'Checkpoint' ||
+                    command.type === 'ShutdownWithSave' ||
+                    (stopping && command.type === 'SetGlobalStep');
+                  if (saving) writeCoordinatorState(recordDir, attached);
+                },
+              });
+            }
+            // A graceful stop: the ranks stop together after the next averaging round, save
+            // (with a savePath) and report their state.
             onStopper(() => {
-              attached.server
-                .broadcast({ type: 'ShutdownWithSave', reason: 'GracefulShutdown' })
-                .catch(() => undefined);
+              stopping = true;
+              if (options.savePath !== undefined) writeCoordinatorState(recordDir, attached);
+              attached.requestStop();
             });
           },
           onNotice,
@@ -112,6 +137,19 @@ export async function runLauncher<M extends AnyModule>(
     await monitor.close(outcome);
     rmSync(recordDir, { recursive: true, force: true });
   }
+}
+
+/** The coordinator's starting point in the bundle `resumeFrom` names. */
+function resumeStateOf(stem: string): CoordinatorResume {
+  const { meta } = readCheckpoint(stem);
+  return {
+    epoch: meta.epoch,
+    covered: meta.coverage.covered,
+    globalStep: meta.globalStep,
+    averagingCount: meta.averagingCount,
+    ...(meta.elche === null ? {} : { elche: meta.elche }),
+    guardHistory: meta.guardHistory,
+  };
 }
 
 /**

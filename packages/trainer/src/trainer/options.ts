@@ -62,6 +62,8 @@ export interface TrainerOptions<M extends AnyModule = AnyModule> {
   livenessMs?: number;
   prefetch?: number;
   resident?: boolean | 'auto';
+  /** Capture each rank's training step into a CUDA graph (`CapturedStep`); CUDA devices only. */
+  cudaGraph?: boolean;
   /** Bound on each wait of a rank's session (formation, a round, the shutdown), ms. Default twice the run's liveness setting (`FLODL_LIVENESS_MS`): 60 000. */
   timeoutMs?: number;
   /** The terminal progress display: `true` (default), `false`, or `createProgress` options. */
@@ -103,6 +105,7 @@ export const TRAINER_OPTION_KEYS = [
   'livenessMs',
   'prefetch',
   'resident',
+  'cudaGraph',
   'timeoutMs',
   'progress',
   'metricsLog',
@@ -205,6 +208,18 @@ export function resolveTrainerOptions<M extends AnyModule>(
   const seed = options.seed ?? 42;
   if (!Number.isSafeInteger(seed) || seed < 0)
     throw invalidArgument(`${OP}.seed`, 'seed', 'a non-negative integer', seed);
+  if (options.cudaGraph !== undefined) {
+    if (typeof options.cudaGraph !== 'boolean')
+      throw invalidArgument(`${OP}.cudaGraph`, 'cudaGraph', 'a boolean', options.cudaGraph);
+    const offCuda = devices.filter((device) => !device.startsWith('cuda'));
+    if (options.cudaGraph && offCuda.length > 0) {
+      throw new FlodlError('ERR_INVALID_ARGUMENT', 'a CUDA graph step needs CUDA devices', {
+        op: `${OP}.cudaGraph`,
+        expected: 'every device a CUDA one (or cudaGraph(false))',
+        got: devices.join(', '),
+      });
+    }
+  }
   for (const key of ['maxGradNorm', 'lrScaleRatio'] as const) {
     const value = options[key];
     if (value !== undefined && (typeof value !== 'number' || !Number.isFinite(value) || value < 0)) {
@@ -334,25 +349,18 @@ function checkBundleOptions(
 }
 
 /**
- * Refuses the bundle options a cluster run does not serve yet: `resumeFrom` (resume a cluster
- * bundle on one device) and `checkpointAtEpoch` (use `checkpointEvery`).
+ * Refuses the bundle option a cluster run does not serve yet: `checkpointAtEpoch` (use
+ * `checkpointEvery`).
  *
  * @throws FlodlError ERR_INVALID_ARGUMENT
  */
-export function refuseClusterBundleOptions(
-  options: Pick<TrainerOptions, 'resumeFrom' | 'checkpointAtEpoch'>,
-): void {
-  for (const key of ['resumeFrom', 'checkpointAtEpoch'] as const) {
-    if (options[key] === undefined) continue;
-    throw new FlodlError('ERR_INVALID_ARGUMENT', `${key} is not served on a cluster run yet`, {
-      op: `${OP}.${key}`,
-      expected:
-        key === 'resumeFrom'
-          ? 'resumeFrom on a one-device run (a cluster bundle resumes there, from the start of its epoch)'
-          : '.checkpointEvery(n) with a savePath (the elected rank writes each bundle)',
-      got: `${key} with several ranks`,
-    });
-  }
+export function refuseClusterBundleOptions(options: Pick<TrainerOptions, 'checkpointAtEpoch'>): void {
+  if (options.checkpointAtEpoch === undefined) return;
+  throw new FlodlError('ERR_INVALID_ARGUMENT', 'checkpointAtEpoch is not served on a cluster run yet', {
+    op: `${OP}.checkpointAtEpoch`,
+    expected: '.checkpointEvery(n) with a savePath (the elected rank writes each bundle)',
+    got: 'checkpointAtEpoch with several ranks',
+  });
 }
 
 /** `progress`, `metricsLog`, `dashboard`: checked before anything starts. */

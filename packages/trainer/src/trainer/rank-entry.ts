@@ -5,6 +5,7 @@
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
+  type AveragedEvent,
   type CoordinatorMessage,
   DistributedSession,
   encodeRunSettings,
@@ -14,14 +15,15 @@ import {
   writeDeathRecord,
 } from '@flodl/distributed';
 import { writeSafetensors } from '@flodl/nn';
+import { FlodlError } from '@flodl/tensor-native';
+import { readCheckpoint } from '../checkpoint/read.js';
 import { modelSignature } from '../runtime/model-signature.js';
-import { RankRuntime } from '../runtime/rank-runtime.js';
+import { RankRuntime, type RuntimeStep } from '../runtime/rank-runtime.js';
 import type { AnyModule, TrainedState } from '../runtime/types.js';
-import { buildRank, callbacksOf } from './build-rank.js';
+import { buildRank, callbacksOf, warnCallback } from './build-rank.js';
 import type { TrainedRun } from './handle.js';
 import { refuseClusterBundleOptions } from './options.js';
 import type { RankRole } from './role.js';
-import { saveFinal } from './single-device.js';
 import type { RunSpec } from './spec.js';
 
 /**
@@ -64,6 +66,23 @@ export function runSettingsFor<M extends AnyModule>(spec: RunSpec<M>, model: M):
   };
 }
 
+/**
+ * Hears what one cluster rank does, in that rank's process, as it happens: every booked step,
+ * every averaging round (before it takes the rank's state, after its result was applied) and
+ * every coordinator message. For diagnostics of a run (a per-rank log, a check of the
+ * averaging law); each part is optional, and none may change the model.
+ */
+export interface ClusterRankObserver {
+  /** A step was booked (after the optimizer step, before the rank follows the coordinator). */
+  step?(step: RuntimeStep): void;
+  /** An averaging round is about to take this rank's state (`mass`: its weight in the round). */
+  beforeAverage?(round: { version: number; steps: number; mass: number }): void;
+  /** An averaging round's result was applied to this rank's model (`consensus`: host modes). */
+  averaged?(event: AveragedEvent): void;
+  /** A coordinator message arrived (before the runtime follows it). */
+  control?(message: CoordinatorMessage): void;
+}
+
 /** A joined cluster rank: its runtime (bound to the coordinator) and how to end it cleanly. */
 export interface ClusterRank<M extends AnyModule = AnyModule> {
   readonly runtime: RankRuntime<M>;
@@ -77,7 +96,8 @@ export interface ClusterRank<M extends AnyModule = AnyModule> {
 /**
  * Builds this rank's model (seeded like every rank), joins the coordinator announcing the
  * run settings and the model's signature, and returns the rank runtime bound to it. Both
- * tiers start here: the managed rank loop and the cooperative Worker.
+ * tiers start here: the managed rank loop and the cooperative Worker. `observer` hears the
+ * rank's steps, rounds and coordinator messages as they happen.
  *
  * @throws FlodlError when the coordinator refuses the rank (settings or model differ) or
  *   cannot be reached
@@ -85,28 +105,46 @@ export interface ClusterRank<M extends AnyModule = AnyModule> {
 export async function joinClusterRank<M extends AnyModule>(
   spec: RunSpec<M>,
   role: RankRole,
+  observer: ClusterRankObserver = {},
 ): Promise<ClusterRank<M>> {
   const options = spec.options;
   refuseClusterBundleOptions(options);
+  if (options.resumeFrom !== undefined && role.launchedBy === 'external')
+    throw new FlodlError(
+      'ERR_INVALID_ARGUMENT',
+      'resumeFrom is not served on an externally launched run yet',
+      {
+        op: 'Trainer.resumeFrom',
+        expected: 'a run launched by flodl (Trainer.run from one script, or the flodl CLI)',
+        got: 'ranks launched by torchrun-style variables',
+      },
+    );
+  // Checked before joining: a bundle that cannot be read fails this rank alone, at once.
+  const bundle = options.resumeFrom === undefined ? undefined : readCheckpoint(options.resumeFrom);
   const { model, optimizer } = buildRank(spec, role.device);
   const early: CoordinatorMessage[] = [];
   const trace = process.env[TRACE_DIR_ENV];
   let runtime: RankRuntime<M> | undefined;
   const session = await DistributedSession.join(model, {
-    ...(trace
-      ? {
-          onAveraged: (event) =>
-            appendFileSync(
-              join(trace, `rounds-rank${role.rank}.jsonl`),
-              `${JSON.stringify({ version: event.version, steps: event.steps, digest: modelSignature(model).values })}\n`,
-            ),
-        }
-      : {}),
+    onAveraged: (event) => {
+      if (trace) {
+        appendFileSync(
+          join(trace, `rounds-rank${role.rank}.jsonl`),
+          `${JSON.stringify({ version: event.version, steps: event.steps, digest: modelSignature(model).values })}\n`,
+        );
+      }
+      observer.averaged?.(event);
+    },
+    ...(observer.beforeAverage ? { onBeforeAverage: observer.beforeAverage } : {}),
     mode: options.mode,
     capabilities: encodeRunSettings(runSettingsFor(spec, model)),
     // Unset: twice the run's liveness setting (FLODL_LIVENESS_MS), 60 s by default.
     ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
-    onControl: (message) => (runtime ? runtime.receive(message) : early.push(message)),
+    onControl: (message) => {
+      observer.control?.(message);
+      if (runtime) runtime.receive(message);
+      else early.push(message);
+    },
   });
   const scheduler = options.scheduler?.(optimizer, role.worldSize);
   const created = new RankRuntime<M>({
@@ -124,11 +162,16 @@ export async function joinClusterRank<M extends AnyModule>(
     ...(scheduler ? { scheduler } : {}),
     ...(options.prefetch === undefined ? {} : { prefetch: options.prefetch }),
     ...(options.resident === undefined ? {} : { resident: options.resident }),
+    ...(options.cudaGraph ? { cudaGraph: true } : {}),
     callbacks: callbacksOf(spec),
     ...(options.savePath === undefined ? {} : { savePath: options.savePath }),
     ...(options.keepLast === undefined ? {} : { keepLast: options.keepLast }),
+    ...(observer.step ? { onStep: observer.step } : {}),
   });
   runtime = created;
+  // Every rank loads the same weights, its own optimizer state (the writer's when the bundle
+  // has none for it) and the saved counters; the coordinator resumes the plans.
+  if (bundle) created.restore(bundle);
   for (const message of early) created.receive(message);
   let finished: Promise<TrainedState> | undefined;
   return {
@@ -136,15 +179,19 @@ export async function joinClusterRank<M extends AnyModule>(
     finish: () => {
       finished ??= (async () => {
         try {
-          // A completed run's last state, from the elected rank (rank 0 until one is elected).
-          // A run the coordinator ends early is saved by the rank it sends ShutdownWithSave.
+          // A completed run's last state: the elected rank (rank 0 until one is elected)
+          // writes the bundle, every rank its optimizer state. A run the coordinator ends
+          // early is saved on its ShutdownWithSave.
           if (
             options.savePath !== undefined &&
             session.saveRequested === undefined &&
-            created.rank === (created.electedRank ?? 0) &&
             created.dataCursor().epoch >= options.numEpochs
           ) {
-            saveFinal(created, 'final');
+            try {
+              await created.saveClusterBundle('final', created.rank === (created.electedRank ?? 0));
+            } catch (error) {
+              warnCallback('checkpoint', error);
+            }
           }
           const state = created.finalState();
           const directory = process.env[RECORD_DIR_ENV];

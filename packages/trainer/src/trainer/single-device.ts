@@ -40,6 +40,7 @@ export function createSingleRuntime<M extends AnyModule>(
     ...(scheduler ? { scheduler } : {}),
     ...(options.prefetch === undefined ? {} : { prefetch: options.prefetch }),
     ...(options.resident === undefined ? {} : { resident: options.resident }),
+    ...(options.cudaGraph ? { cudaGraph: true } : {}),
     callbacks: callbacksOf(spec),
     ...(onStep ? { onStep } : {}),
   });

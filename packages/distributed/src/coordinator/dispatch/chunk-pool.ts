@@ -1,3 +1,5 @@
+import { uncoveredRuns } from '../resume.js';
+
 /** A contiguous range of an epoch's permutation, in samples. */
 export interface SampleRange {
   readonly offset: number;
@@ -55,6 +57,31 @@ export class ChunkPool {
     this.#outstanding = Array.from({ length: worldSize }, () => []);
   }
 
+  /**
+   * The pool of a resumed epoch: the positions in `covered` (merged `[from, to)` spans) were
+   * trained before the save and are never handed out. Each span keeps its first uncovered run
+   * as its reservation; the other uncovered runs wait in the reclaimed queue.
+   */
+  static resumed(
+    epoch: number,
+    spanSizes: readonly number[],
+    covered: readonly (readonly [number, number])[],
+    startedAt = 0,
+  ): ChunkPool {
+    const pool = new ChunkPool(epoch, spanSizes, startedAt);
+    let unassigned = 0;
+    pool.#spans.forEach((span, rank) => {
+      const runs = uncoveredRuns(span.start, span.end, covered);
+      const [first, ...rest] = runs;
+      pool.#cursor[rank] = first ? first[0] : span.end;
+      if (first) span.end = first[1];
+      for (const [from, to] of runs) unassigned += to - from;
+      for (const [from, to] of rest) pool.#reclaimed.push({ offset: from, size: to - from });
+    });
+    pool.#unassigned = unassigned;
+    return pool;
+  }
+
   get worldSize(): number {
     return this.#spans.length;
   }
@@ -103,6 +130,15 @@ export class ChunkPool {
     const span = this.#spans[donor]!;
     span.end -= actual;
     return this.#record(rank, { offset: span.end, size: actual });
+  }
+
+  /** Takes `rank`'s whole residue (its own span only, never the reclaimed queue); `undefined` when empty. */
+  takeOwn(rank: number): SampleRange | undefined {
+    const residue = this.residue(rank);
+    if (residue <= 0) return undefined;
+    const offset = this.#cursor[rank]!;
+    this.#cursor[rank] = offset + residue;
+    return this.#record(rank, { offset, size: residue });
   }
 
   /**

@@ -1,4 +1,5 @@
 import type { ApplyPolicy } from '../config.js';
+import { mergeSpans } from '../resume.js';
 import { ChunkPool } from './chunk-pool.js';
 import { chunkBatches, chunkCohort } from './chunk-sizing.js';
 import { type EpochPlan, usableSamples } from './epoch-plan.js';
@@ -67,6 +68,8 @@ export class EpochDispatcher {
     | undefined;
   /** Ranks with no samples in flight (the only ones `nextChunk` can serve). */
   #idle = new Set<number>();
+  /** A resumed run's epoch in progress and its positions trained before the save. */
+  #resumed: { epoch: number; covered: [number, number][] } | undefined;
 
   constructor(options: EpochDispatcherOptions) {
     this.options = options;
@@ -74,6 +77,19 @@ export class EpochDispatcher {
     this.epochBatches = this.epochSamples / options.batchSize;
     this.#doneInFlight = new Array<number>(options.worldSize).fill(0);
     for (let rank = 0; rank < options.worldSize; rank++) this.#idle.add(rank);
+  }
+
+  /**
+   * Continues a saved run: every epoch before `epoch` counts as aggregated, and `epoch`'s
+   * pool leaves out the `covered` positions (trained before the save). An epoch covered
+   * whole moves the start to the next one. Call before the first `startEpoch`.
+   */
+  resumeAt(epoch: number, covered: readonly (readonly [number, number])[]): void {
+    const spans = mergeSpans(covered.map(([from, to]) => [from, Math.min(to, this.epochSamples)] as const));
+    const whole = spans.length === 1 && spans[0]?.[0] === 0 && spans[0][1] >= this.epochSamples;
+    const start = whole ? epoch + 1 : epoch;
+    this.#lastAggregated = start - 1;
+    this.#resumed = whole || spans.length === 0 ? undefined : { epoch, covered: spans };
   }
 
   /** The lowest epoch not yet aggregated (the one barrier-paced ranks work on). */
@@ -111,7 +127,7 @@ export class EpochDispatcher {
     for (let rank = 0; rank < this.options.worldSize; rank++) {
       if (!context.live[rank]) continue;
       if (!this.options.progressive) {
-        const range = pool.takeChunk(pool.residue(rank), rank);
+        const range = pool.takeOwn(rank);
         this.#refreshIdle(rank);
         if (range)
           plans.push({ rank, plan: { epoch, partitionOffset: range.offset, partitionSize: range.size } });
@@ -308,7 +324,11 @@ export class EpochDispatcher {
         msPerBatch: context.msPerBatch,
         partitionRatios: context.partitionRatios,
       });
-      pool = new ChunkPool(epoch, spans, context.now);
+      const resumed = this.#resumed?.epoch === epoch ? this.#resumed : undefined;
+      pool = resumed
+        ? ChunkPool.resumed(epoch, spans, resumed.covered, context.now)
+        : new ChunkPool(epoch, spans, context.now);
+      if (resumed) this.#resumed = undefined;
       this.#pools.set(epoch, pool);
     }
     return pool;

@@ -1,14 +1,12 @@
 // The dashboard in a real browser: a 2-rank CPU run (CpuCadence, loopback, ranks of unequal speed)
 // observed by the launcher with the metrics log and the dashboard on; headless Chromium (Debian's
 // /usr/bin/chromium through playwright-core) opens the page, sees the loss chart gain points while
-// the run goes on and both ranks in the table, and saves screenshots into test-output/dashboard/.
-// Then the same for the saved report, and the token: bound off loopback, no token, no page.
+// the run goes on and both ranks in the table, and saves screenshots into test-output/dashboard/;
+// then the same for the saved report, and the token: bound off loopback, no token, no page.
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { type BrowserContext, chromium } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type Dashboard,
   observe,
@@ -16,9 +14,10 @@ import {
   readMetricsLog,
   saveReport,
   startDashboard,
-} from '../src/monitor/index.js';
-import { bundledRankWorker } from './fixtures/cluster-setup.js';
-import { runCoordinated } from './fixtures/coordinated-run.js';
+} from '@flodl/distributed';
+import { type BrowserContext, chromium } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runObserved } from './fixtures/observed-run.js';
 
 // FLODL_CHROMIUM points at another Chromium build.
 const CHROMIUM = process.env.FLODL_CHROMIUM ?? '/usr/bin/chromium';
@@ -26,9 +25,8 @@ const available = existsSync(CHROMIUM);
 const why = available ? '' : ` (skipped: ${CHROMIUM} is absent; 'npm run setup' installs Debian's chromium)`;
 // The reason shows in the run's output: vitest lists a skipped file without its tests' names.
 if (!available) console.log(`dashboard browser test${why}`);
-const OUTPUT = join(dirname(fileURLToPath(import.meta.url)), '..', 'test-output', 'dashboard');
+const OUTPUT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'test-output', 'dashboard');
 
-const workerUrl = bundledRankWorker('monitor-dashboard-worker');
 const scratch = mkdtempSync(join(tmpdir(), 'flodl-dashboard-'));
 let browser: BrowserContext | undefined;
 
@@ -67,16 +65,15 @@ describe.skipIf(!available)(`dashboard in headless Chromium${why}`, () => {
     let live: { before: number; after: number; finishedBefore: boolean } | undefined;
     let watching: Promise<void> | undefined;
 
-    const run = runCoordinated({
+    const run = runObserved({
       mode: 'CpuCadence',
       nproc: 2,
-      workerUrl: workerUrl(),
       totalSamples: 1536,
       batchSize: 16,
       numEpochs: 4,
       anchor: 4,
       rank: { stepDelayMs: [8, 16] },
-      coordinator: { evalEveryEpochs: 1 },
+      evalEvery: 1,
       timeoutMs: 60_000,
       onHost: (host) => {
         recorder = observe(host, { log: logPath, stepEvery: 2, run: { name: 'dashboard test' } }).recorder;
@@ -163,7 +160,7 @@ describe.skipIf(!available)(`dashboard in headless Chromium${why}`, () => {
   });
 
   it('bound off loopback, refuses a request without the token (401), serves it with the token', async () => {
-    const { RunRecorder } = await import('../src/monitor/index.js');
+    const { RunRecorder } = await import('@flodl/distributed');
     const recorder = new RunRecorder({ run: { name: 'token test' } });
     const lines: string[] = [];
     const dashboard = await startDashboard({

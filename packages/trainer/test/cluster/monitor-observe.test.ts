@@ -5,25 +5,22 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { type MonitorRecord, observe, type RunRecorder, readMetricsLog } from '@flodl/distributed';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type MonitorRecord, observe, type RunRecorder, readMetricsLog } from '../src/monitor/index.js';
-import { bundledRankWorker } from './fixtures/cluster-setup.js';
-import { runCoordinated } from './fixtures/coordinated-run.js';
+import { noGloo, runObserved } from './fixtures/observed-run.js';
 
-const workerUrl = bundledRankWorker('monitor-observe-worker');
 const dir = mkdtempSync(join(tmpdir(), 'flodl-observe-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const ofKind = <K extends MonitorRecord['kind']>(records: MonitorRecord[], kind: K) =>
   records.filter((record): record is Extract<MonitorRecord, { kind: K }> => record.kind === kind);
 
-describe('observe(host) on an elastic run that loses a rank', () => {
+describe.skipIf(noGloo)('observe(host) on an elastic run that loses a rank (NcclSync on Gloo)', () => {
   it('logs the death, the re-formation, the exit and the rounds around them', async () => {
     const logPath = join(dir, 'run.jsonl');
     let recorder: RunRecorder | undefined;
-    const { host, error } = await runCoordinated({
+    const { host, error } = await runObserved({
       mode: 'NcclSync',
-      workerUrl: workerUrl(),
       totalSamples: 576,
       batchSize: 16,
       numEpochs: 3,

@@ -2,13 +2,11 @@
 // a SIGSTOPped rank (no heartbeat) and a rank whose main thread blocks (heartbeats go on)
 // are declared dead and ended by the launcher, which resolves with them lost; the survivors
 // finish. Without `elastic` the run fails fast. No rank process is left behind.
+import { RankFailedError } from '@flodl/distributed';
 import { FlodlError } from '@flodl/tensor-native';
-import { captureWarnings } from '@flodl/testing';
+import { alive, captureWarnings } from '@flodl/testing';
 import { describe, expect, it } from 'vitest';
-import { RankFailedError } from '../src/launcher/index.js';
-import { bundledRankWorker } from './fixtures/cluster-setup.js';
-import { type CoordinatedRun, runCoordinated } from './fixtures/coordinated-run.js';
-import { alive } from './fixtures/process-alive.js';
+import { type ObservedRun, runObserved } from './fixtures/observed-run.js';
 
 // An ended rank can reset its connection; the coordinator logs the drop (expected here).
 captureWarnings([
@@ -16,13 +14,11 @@ captureWarnings([
   /^\[flodl\] dropped connection from .*: wire: rank 1's control channel timed out after 3000 ms/,
 ]);
 
-const workerUrl = bundledRankWorker('launcher-liveness-worker');
 const LIVENESS_MS = 3_000;
 
-function run(how: 'stop' | 'block', elastic = true): Promise<CoordinatedRun> {
-  return runCoordinated({
+function run(how: 'stop' | 'block', elastic = true): Promise<ObservedRun> {
+  return runObserved({
     mode: 'CpuCadence',
-    workerUrl: workerUrl(),
     totalSamples: 576,
     batchSize: 16,
     numEpochs: 3,
@@ -34,7 +30,7 @@ function run(how: 'stop' | 'block', elastic = true): Promise<CoordinatedRun> {
 }
 
 /** The survivors finished, the hung rank was ended by the launcher and is listed as lost. */
-function checkLost(result: CoordinatedRun): void {
+function checkLost(result: ObservedRun): void {
   expect(result.error).toBeUndefined();
   expect(result.hostErrors).toEqual([]);
   expect(result.result?.ranks.map((rank) => rank.outcome)).toEqual(['ok', 'failed', 'ok']);

@@ -1,12 +1,9 @@
-// CpuAsync under a real ClusterCoordinator with ranks of unequal speed (3 processes over
+// CpuAsync under a real ClusterCoordinator with rank runtimes of unequal speed (3 processes over
 // loopback, CPU; one sleeps about 2×, one about 3.5× as long per step as the fastest): ranks
 // never wait for each other's snapshots, every round completes, and each applied consensus is
 // the mass law over exactly the snapshots the ranks shipped.
 import { describe, expect, it } from 'vitest';
-import { bundledRankWorker } from './fixtures/cluster-setup.js';
-import { massLawAverage, runCoordinated } from './fixtures/coordinated-run.js';
-
-const workerUrl = bundledRankWorker('coordinated-async-worker');
+import { massLawAverage, runObserved } from './fixtures/observed-run.js';
 
 const TOTAL_SAMPLES = 576;
 
@@ -18,9 +15,8 @@ describe('CpuAsync driven by the coordinator host (3 processes, unequal speeds)'
       error,
       hostErrors,
       elapsedMs,
-    } = await runCoordinated({
+    } = await runObserved({
       mode: 'CpuAsync',
-      workerUrl: workerUrl(),
       totalSamples: TOTAL_SAMPLES,
       batchSize: 16,
       numEpochs: 3,

@@ -4,24 +4,22 @@
 // modes: the reduce in flight completes over the survivors; collective modes: the survivors
 // re-form their Gloo group). Without `elastic` the run still fails fast.
 
+import { type LaunchMode, RankFailedError } from '@flodl/distributed';
 import { FlodlError } from '@flodl/tensor-native';
 import { captureWarnings } from '@flodl/testing';
 import { describe, expect, it } from 'vitest';
-import { type LaunchMode, RankFailedError } from '../src/launcher/index.js';
-import { bundledRankWorker } from './fixtures/cluster-setup.js';
 import {
-  type CoordinatedRun,
   massLawAverage,
+  noGloo,
+  type ObservedRun,
   type RankRecord,
-  runCoordinated,
-} from './fixtures/coordinated-run.js';
+  runObserved,
+} from './fixtures/observed-run.js';
 
 // A dying rank can reset its connection; the coordinator logs the drop (expected here).
 captureWarnings([
   /^\[flodl\] dropped connection from .*: wire: connection error: (read|write) (ECONNRESET|EPIPE)/,
 ]);
-
-const workerUrl = bundledRankWorker('coordinated-deaths-worker');
 
 const TOTAL_SAMPLES = 576;
 const BATCH_SIZE = 16;
@@ -39,9 +37,8 @@ function run(
   die: Death,
   extra: { nproc?: number; elastic?: boolean; stepDelayMs?: number[] } = {},
 ) {
-  return runCoordinated({
+  return runObserved({
     mode,
-    workerUrl: workerUrl(),
     totalSamples: TOTAL_SAMPLES,
     batchSize: BATCH_SIZE,
     numEpochs: NUM_EPOCHS,
@@ -52,7 +49,7 @@ function run(
 }
 
 /** The survivors finished the whole schedule without the dead rank, in step after its death. */
-function checkSurvivors(mode: LaunchMode, result: CoordinatedRun, dead: number): RankRecord[] {
+function checkSurvivors(mode: LaunchMode, result: ObservedRun, dead: number): RankRecord[] {
   const { host } = result;
   expect(result.error).toBeUndefined();
   expect(result.hostErrors).toEqual([]);
@@ -122,7 +119,7 @@ function checkSurvivors(mode: LaunchMode, result: CoordinatedRun, dead: number):
  * Sync's whole partitions: what the dead rank had not run of its epoch-0 partition (192
  * samples, less the batches it reported) went to the survivors, exactly; returns that count.
  */
-function checkExtension(result: CoordinatedRun, records: RankRecord[]): number {
+function checkExtension(result: ObservedRun, records: RankRecord[]): number {
   const death = result.host.coordinator.deathRecords()[0]!;
   const extended = records.flatMap((record) => record.extended);
   expect(extended.every((plan) => plan.epoch === 0)).toBe(true);
@@ -181,46 +178,48 @@ describe('host modes: a rank dies, the survivors finish (elastic)', () => {
   }, 30_000);
 });
 
-describe('collective modes (Gloo): the survivors re-form their process group (elastic)', () => {
-  it('NcclSync: rank 2 is SIGKILLed as round 3 starts; the survivors leave the failed collective and re-form', async () => {
-    const result = await run('NcclSync', { rank: 2, how: 'kill', atRound: 3 });
-    const records = checkSurvivors('NcclSync', result, 2);
-    for (const [index, record] of records.entries()) {
-      expect(record.declaredDead).toEqual([2]);
-      expect(record.reformations).toBe(1);
-      // New dense ranks in ascending global order.
-      expect(record.sessions).toEqual([{ newRank: index, newWorldSize: 2 }]);
-    }
-    expect(result.elapsedMs).toBeLessThan(20_000);
-  }, 30_000);
+describe.skipIf(noGloo)(
+  'collective modes (Gloo): the survivors re-form their process group (elastic)',
+  () => {
+    it('NcclSync: rank 2 is SIGKILLed as round 3 starts; the survivors leave the failed collective and re-form', async () => {
+      const result = await run('NcclSync', { rank: 2, how: 'kill', atRound: 3 });
+      const records = checkSurvivors('NcclSync', result, 2);
+      for (const [index, record] of records.entries()) {
+        expect(record.declaredDead).toEqual([2]);
+        expect(record.reformations).toBe(1);
+        // New dense ranks in ascending global order.
+        expect(record.sessions).toEqual([{ newRank: index, newWorldSize: 2 }]);
+      }
+      expect(result.elapsedMs).toBeLessThan(20_000);
+    }, 30_000);
 
-  it('NcclCadence: rank 0, the rendezvous host, exits non-zero after 8 steps', async () => {
-    const result = await run('NcclCadence', { rank: 0, how: 'exit', atStep: 8 });
-    const records = checkSurvivors('NcclCadence', result, 0);
-    expect(records.map((record) => record.sessions)).toEqual([
-      [{ newRank: 0, newWorldSize: 2 }],
-      [{ newRank: 1, newWorldSize: 2 }],
-    ]);
-    expect(result.elapsedMs).toBeLessThan(20_000);
-  }, 30_000);
+    it('NcclCadence: rank 0, the rendezvous host, exits non-zero after 8 steps', async () => {
+      const result = await run('NcclCadence', { rank: 0, how: 'exit', atStep: 8 });
+      const records = checkSurvivors('NcclCadence', result, 0);
+      expect(records.map((record) => record.sessions)).toEqual([
+        [{ newRank: 0, newWorldSize: 2 }],
+        [{ newRank: 1, newWorldSize: 2 }],
+      ]);
+      expect(result.elapsedMs).toBeLessThan(20_000);
+    }, 30_000);
 
-  it('NcclCadence, 2 ranks: the single survivor is told to save and exits cleanly within seconds', async () => {
-    const result = await run('NcclCadence', { rank: 1, how: 'kill', atStep: 10 }, { nproc: 2 });
-    expect(result.error).toBeUndefined();
-    expect(result.result?.lost.map((record) => record.rank)).toEqual([1]);
-    expect(result.host.coordinator.finishReason).toBe('SingleSurvivor');
-    expect(result.records.get(0)?.saveRequested).toBe('SingleSurvivor');
-    expect(result.result?.ranks.map((rank) => rank.outcome)).toEqual(['ok', 'failed']);
-    // Out within seconds: no wait on a collective or a session timeout (30 s).
-    expect(result.elapsedMs).toBeLessThan(15_000);
-  }, 30_000);
-});
+    it('NcclCadence, 2 ranks: the single survivor is told to save and exits cleanly within seconds', async () => {
+      const result = await run('NcclCadence', { rank: 1, how: 'kill', atStep: 10 }, { nproc: 2 });
+      expect(result.error).toBeUndefined();
+      expect(result.result?.lost.map((record) => record.rank)).toEqual([1]);
+      expect(result.host.coordinator.finishReason).toBe('SingleSurvivor');
+      expect(result.records.get(0)?.saveRequested).toBe('SingleSurvivor');
+      expect(result.result?.ranks.map((rank) => rank.outcome)).toEqual(['ok', 'failed']);
+      // Out within seconds: no wait on a collective or a session timeout (30 s).
+      expect(result.elapsedMs).toBeLessThan(15_000);
+    }, 30_000);
+  },
+);
 
 describe('failure policies', () => {
   it('maxFailure: the first death crosses the threshold: one survivor saves, all exit, launch fails', async () => {
-    const result = await runCoordinated({
+    const result = await runObserved({
       mode: 'CpuCadence',
-      workerUrl: workerUrl(),
       totalSamples: TOTAL_SAMPLES,
       batchSize: BATCH_SIZE,
       numEpochs: NUM_EPOCHS,

@@ -1,0 +1,252 @@
+// The multi-tensor (foreach) steps against the per-parameter ones, bit for bit in float64 on the
+// CPU: SGD, Adam and AdamW in every variant, zeroGrad in one call, and clipGradNorm_ against the
+// per-gradient computation it replaced.
+import {
+  aten,
+  keep,
+  liveTensorCount,
+  manualSeed,
+  randn,
+  stack,
+  type Tensor,
+  tidy,
+} from '@flodl/tensor-native';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { clipGradNorm_ } from '../src/clip.js';
+import { Linear } from '../src/layers/linear.js';
+import { Adam, AdamW, type Optimizer, SGD } from '../src/optim/index.js';
+
+const SHAPES = [[5, 3], [3], [], [2, 4, 2]];
+
+/** Float64 leaves with the same random start for every call with the same seed. */
+function leaves(seed: number): Tensor[] {
+  manualSeed(seed);
+  return SHAPES.map((shape) => keep(tidy(() => randn(shape, { dtype: 'float64' }).requiresGrad_())));
+}
+
+/** The bytes of a float64 tensor, for bit-for-bit comparisons. */
+function bytes(tensor: Tensor): Uint8Array {
+  return tidy(() => new Uint8Array((tensor.detach().toTypedArray() as Float64Array).buffer.slice(0)));
+}
+
+function disposeAll(tensors: readonly Tensor[]): void {
+  for (const tensor of tensors) tensor.dispose();
+}
+
+type AnyOptimizer = Optimizer<any, any>;
+type Make = (params: Tensor[], options: object) => AnyOptimizer;
+
+/**
+ * Steps a foreach and a per-parameter optimizer with the same gradients for `steps` steps (the
+ * third parameter has none on the first steps and every third, so it is skipped and its state
+ * starts late) and expects every parameter and state tensor equal bit for bit.
+ */
+function expectSameSteps(make: Make, options: object, steps = 12): void {
+  const foreach = leaves(1);
+  const single = leaves(1);
+  const multi = make(foreach, { ...options, foreach: true });
+  const plain = make(single, { ...options, foreach: false });
+  manualSeed(7);
+  for (let step = 0; step < steps; step++) {
+    tidy(() => {
+      SHAPES.forEach((shape, k) => {
+        const skip = k === 2 && (step < 2 || step % 3 === 0);
+        const gradient = skip ? null : randn(shape, { dtype: 'float64' });
+        foreach[k]!.setGrad(gradient === null ? null : gradient.clone());
+        single[k]!.setGrad(gradient === null ? null : gradient.clone());
+      });
+    });
+    multi.step();
+    plain.step();
+  }
+  foreach.forEach((param, k) => {
+    expect(bytes(param), `parameter ${k}`).toEqual(bytes(single[k]!));
+    const state = multi.getState(param) as Record<string, unknown>;
+    const other = plain.getState(single[k]!) as Record<string, unknown>;
+    expect(Object.keys(state).sort()).toEqual(Object.keys(other).sort());
+    for (const [key, value] of Object.entries(state)) {
+      if (value === null || typeof value === 'number') expect(value, key).toBe(other[key]);
+      else expect(bytes(value as Tensor), `${key} of parameter ${k}`).toEqual(bytes(other[key] as Tensor));
+    }
+  });
+  multi.dispose();
+  plain.dispose();
+  disposeAll([...foreach, ...single]);
+}
+
+const sgd: Make = (params, options) => new SGD(params, { lr: 0.1, ...options });
+const adam: Make = (params, options) => new Adam(params, options);
+const adamW: Make = (params, options) => new AdamW(params, options);
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+describe('foreach SGD', () => {
+  it.each([
+    ['plain', {}],
+    ['weight decay, maximize', { weightDecay: 0.1, maximize: true }],
+    ['momentum', { momentum: 0.9 }],
+    ['momentum, dampening, weight decay', { momentum: 0.5, dampening: 0.3, weightDecay: 0.01 }],
+    [
+      'nesterov, weight decay, maximize',
+      { momentum: 0.9, nesterov: true, weightDecay: 0.05, maximize: true },
+    ],
+  ])('equals the per-parameter update bit for bit in float64 (%s)', (_name, options) => {
+    expectSameSteps(sgd, options);
+  });
+});
+
+describe('foreach Adam and AdamW', () => {
+  it.each([
+    ['Adam', adam, {}],
+    ['Adam', adam, { weightDecay: 0.1, amsgrad: true }],
+    ['Adam', adam, { maximize: true, betas: [0.8, 0.99], eps: 1e-6, lr: 0.01 }],
+    ['AdamW', adamW, {}],
+    ['AdamW', adamW, { weightDecay: 0.3, amsgrad: true, maximize: true }],
+    ['AdamW', adamW, { weightDecay: 0, lr: 0.05 }],
+  ] as const)(
+    '%s equals the per-parameter update bit for bit in float64 (case %#)',
+    (_name, make, options) => {
+      expectSameSteps(make, options);
+    },
+  );
+});
+
+describe('the foreach option', () => {
+  it('takes one native call per group by default and per-parameter ops with foreach: false', () => {
+    const params = leaves(2);
+    const spy = vi.spyOn(aten, 'call');
+    const optimizer = new Adam([{ params: params.slice(0, 2) }, { params: params.slice(2), foreach: false }]);
+    tidy(() => {
+      for (const param of params) param.setGrad(param.detach().mul(2));
+    });
+    optimizer.step();
+    const calls = spy.mock.calls.map(([name]) => name);
+    expect(calls.filter((name) => name === 'foreachAdamExact')).toHaveLength(1);
+    expect(spy.mock.calls.find(([name]) => name === 'foreachAdamExact')![1]).toEqual(params.slice(0, 2));
+    // The per-parameter group still moved.
+    expect(optimizer.getState(params[3]!)!.step).toBe(1);
+    expect(optimizer.paramGroups.map((group) => group.foreach)).toEqual([null, false]);
+    optimizer.dispose();
+    disposeAll(params);
+  });
+
+  it('keeps the live tensor count flat over foreach steps with momentum', () => {
+    const layer = new Linear(8, 4, { dtype: 'float64' });
+    const optimizer = new SGD(layer.parameters(), { lr: 0.01, momentum: 0.9 });
+    const input = keep(randn([16, 8], { dtype: 'float64' }));
+    const step = () =>
+      tidy(() => {
+        optimizer.zeroGrad();
+        layer.forward(input).square().mean().backward();
+        optimizer.step();
+      });
+    step();
+    const live = liveTensorCount();
+    for (let k = 0; k < 50; k++) step();
+    expect(liveTensorCount()).toBe(live);
+    optimizer.dispose();
+    layer.dispose();
+    input.dispose();
+  });
+
+  it('rejects a foreach option that is not a boolean or null', () => {
+    const params = leaves(3);
+    expect(() => new SGD(params, { lr: 0.1, foreach: 'yes' as never })).toThrow(/foreach/);
+    expect(() => new AdamW(params, { foreach: 1 as never })).toThrow(/foreach/);
+    disposeAll(params);
+  });
+});
+
+describe('zeroGrad in one call', () => {
+  it('zeroes in place, cuts a createGraph gradient from its graph, leaves none as none', () => {
+    const params = leaves(4);
+    const optimizer = new SGD(params, { lr: 0.1 });
+    tidy(() =>
+      params
+        .slice(0, 3)
+        .map((param) => param.pow(3).sum())
+        .reduce((a, b) => a.add(b))
+        .backward(undefined, { createGraph: true }),
+    );
+    const before = params.slice(0, 3).map((param) => keep(param.grad!));
+    expect(before.every((grad) => grad.gradFn !== null)).toBe(true);
+    optimizer.zeroGrad(false);
+    params.slice(0, 3).forEach((param, k) => {
+      tidy(() => {
+        const grad = param.grad!;
+        expect(grad.sharesMemoryWith(before[k]!)).toBe(true);
+        expect(grad.gradFn).toBeNull();
+        expect(grad.abs().sum().item()).toBe(0);
+      });
+    });
+    expect(params[3]!.grad).toBeNull();
+    optimizer.zeroGrad();
+    expect(params.map((param) => param.grad)).toEqual([null, null, null, null]);
+    disposeAll(before);
+    optimizer.dispose();
+    disposeAll(params);
+  });
+
+  it('Module.zeroGrad clears every parameter the same way', () => {
+    const layer = new Linear(3, 2);
+    tidy(() =>
+      layer
+        .forward(randn([4, 3]))
+        .sum()
+        .backward(),
+    );
+    layer.zeroGrad(false);
+    expect(layer.parameters().map((param) => tidy(() => param.grad!.abs().sum().item()))).toEqual([0, 0]);
+    layer.zeroGrad();
+    expect(layer.parameters().map((param) => param.grad)).toEqual([null, null]);
+    expect(() => layer.zeroGrad('no' as never)).toThrow(/setToNone/);
+    layer.dispose();
+  });
+});
+
+/** clipGradNorm_ as it was computed before, one op per gradient (PyTorch's own formulation). */
+function clipOneByOne(grads: Tensor[], maxNorm: number, p: number): number {
+  return tidy(() => {
+    const total =
+      p === Number.POSITIVE_INFINITY
+        ? stack(grads.map((grad) => grad.abs().max())).max()
+        : stack(grads.map((grad) => grad.norm(p))).norm(p);
+    const coefficient = total.add(1e-6).reciprocal().mul(maxNorm).clamp(undefined, 1.0);
+    for (const grad of grads) grad.mul_(coefficient);
+    return total.item();
+  });
+}
+
+describe('clipGradNorm_ in two calls', () => {
+  it.each([
+    [2, 0.5],
+    [2, 100],
+    [1, 0.3],
+    [3.5, 1],
+    [0.5, 2],
+    [Number.POSITIVE_INFINITY, 0.25],
+    [Number.NEGATIVE_INFINITY, 0.01],
+  ])('equals the per-gradient computation bit for bit in float64 (p %s, maxNorm %s)', (p, maxNorm) => {
+    const params = leaves(5);
+    const copies = leaves(5);
+    manualSeed(11);
+    tidy(() => {
+      SHAPES.forEach((shape, k) => {
+        if (k === 1) return; // one parameter without a gradient
+        const gradient = randn(shape, { dtype: 'float64' });
+        params[k]!.setGrad(gradient.clone());
+        copies[k]!.setGrad(gradient.clone());
+      });
+    });
+    const total = clipGradNorm_(params, maxNorm, p);
+    const grads = copies.flatMap((param) => (param.grad === null ? [] : [keep(param.grad)]));
+    expect(total).toBe(clipOneByOne(grads, maxNorm, p));
+    params.forEach((param, k) => {
+      if (k === 1) expect(param.grad).toBeNull();
+      else expect(bytes(param.grad!), `gradient ${k}`).toEqual(bytes(copies[k]!.grad!));
+    });
+    disposeAll([...grads, ...params, ...copies]);
+  });
+});

@@ -13,10 +13,11 @@ import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { crossEntropy } from '@flodl/autograd';
 import { Adam } from '@flodl/nn';
-import { cuda, type Device, manualSeed, setNumThreads, tidy } from '@flodl/tensor-native';
+import { cuda, type Device, manualSeed, setNumThreads } from '@flodl/tensor-native';
 import { type BatchDataset, DataLoader, FashionMnist } from '../src/data/index.js';
 import { Trainer } from '../src/index.js';
 import { mlp } from './fashion-models.js';
+import { handWrittenEpoch } from './hand-loop.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -68,19 +69,8 @@ function handWritten(): number {
   const loader = new DataLoader(data, { batchSize, seed: 42, device });
   const started = performance.now();
   let trained = 0;
-  for (let epoch = 0; epoch < epochs; epoch++) {
-    for (const batch of loader.epoch(epoch)) {
-      tidy(() => {
-        const loss = crossEntropy(net.forward(batch.get('image')), batch.get('label'));
-        optimizer.zeroGrad();
-        loss.backward();
-        optimizer.step();
-        loss.item();
-      });
-      trained += batchSize;
-      batch.dispose();
-    }
-  }
+  for (let epoch = 0; epoch < epochs; epoch++)
+    trained += batchSize * handWrittenEpoch(net, optimizer, loader, epoch);
   const rate = trained / ((performance.now() - started) / 1000);
   loader.dispose();
   optimizer.dispose();

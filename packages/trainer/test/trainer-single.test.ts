@@ -13,7 +13,7 @@ import {
 } from '@flodl/tensor-native';
 import { testDevice } from '@flodl/testing';
 import { describe, expect, it } from 'vitest';
-import { DataLoader, FashionMnist, TensorDataset } from '../src/data/index.js';
+import { type Batch, DataLoader, FashionMnist, TensorDataset } from '../src/data/index.js';
 import { RankRuntime, recordScalar, Trainer } from '../src/index.js';
 
 const hasFashionMnist = (() => {
@@ -231,6 +231,30 @@ describe('Trainer on one device', () => {
     expect(FlodlError.isInstance(error) && error.code).toBe('ERR_SHAPE');
     expect((error as Error).message).toMatch(/^trainStep threw at epoch 0, batch 0: linear: /);
     expect(FlodlError.isInstance((error as Error).cause)).toBe(true);
+  });
+
+  it('a trainStep returning a non-scalar or a non-tensor is a typed error naming what it returned', async () => {
+    const run = (trainStep: (model: Sequential, batch: Batch) => unknown) =>
+      Trainer.builder(
+        () => mlp(),
+        (params) => new SGD(params, { lr: 0.1 }),
+        trainStep as never,
+      )
+        .dataset(regression(16))
+        .batchSize(4)
+        .numEpochs(1)
+        .devices(['cpu'])
+        .progress(false)
+        .run()
+        .join()
+        .catch((caught: unknown) => caught);
+    const nonScalar = await run((model, batch) => model.forward(batch.at(0)));
+    expect(FlodlError.isInstance(nonScalar) && nonScalar.code).toBe('ERR_SHAPE');
+    expect((nonScalar as FlodlError).message).toMatch(/must return a scalar loss/);
+    expect((nonScalar as FlodlError).got).toBe('shape [4, 2]');
+    const notTensor = await run(() => 0.5);
+    expect(FlodlError.isInstance(notTensor) && notTensor.code).toBe('ERR_INVALID_ARGUMENT');
+    expect((notTensor as FlodlError).got).toBe('number');
   });
 
   it('leaks no tensors across a run', async () => {

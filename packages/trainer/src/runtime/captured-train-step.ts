@@ -3,7 +3,7 @@
 
 import { CapturedStep, type Optimizer } from '@flodl/nn';
 import { Batch } from '../data/batch.js';
-import { checkLoss, whereTrainStepThrew } from './train-step.js';
+import { checkLoss, nonScalarLoss, whereTrainStepThrew } from './train-step.js';
 import type { AnyModule, TrainStep } from './types.js';
 
 /** A rank's captured step; `run` trains one batch and returns its loss value. */
@@ -27,7 +27,11 @@ export class CapturedTrainStep<M extends AnyModule> {
         } catch (error) {
           throw whereTrainStepThrew(error, this.#where);
         }
-        return checkLoss(output);
+        // Checked here, not left to backward: the captured step runs backward itself.
+        const loss = checkLoss(output);
+        const nonScalar = nonScalarLoss(loss);
+        if (nonScalar) throw nonScalar;
+        return loss;
       },
       // A last partial batch trains eagerly; the graph stays for the full ones.
       { otherShapes: 'eager', ...(maxGradNorm === undefined ? {} : { maxGradNorm }) },

@@ -80,7 +80,10 @@ export class PlanReader {
       this.close();
       this.#open = state;
       const from = state.batchDone * batchSize;
-      this.#sampler.set(Int32Array.from(state.picks.slice(from, total * batchSize)));
+      const indices = new Int32Array(total * batchSize - from);
+      const { picks } = state;
+      for (let index = 0; index < indices.length; index++) indices[index] = picks[from + index] as number;
+      this.#sampler.set(indices);
       this.#iterator = this.#loader.epoch(state.epoch)[Symbol.iterator]();
       this.#runEnd = total;
     }

@@ -82,6 +82,8 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   readonly #cursor: CursorTracker;
   readonly #control: ControlDrain;
   #bundleRequested = false;
+  /** The optimizer tail of a managed step, bound once. */
+  readonly #tail = (): void => this.optimizerStepAndBookkeep();
   /** Averaging rounds of the run this one resumed (the session counts from them on). */
   #restoredAveraging = 0;
 
@@ -211,25 +213,10 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
 
   /** Books the step, reports its timing and follows the coordinator (a reduce can run here). */
   async afterStep(state: EpochState, loss: number, ms: number): Promise<void> {
-    state.booked += 1;
-    state.computeMsTotal += ms;
-    state.totalLoss += loss;
-    this.#options.onStep?.({
-      epoch: state.epoch,
-      batch: state.batchDone,
-      batches: Math.floor(state.picks.length / this.batchSize),
-      loss,
-      ms,
-      batchSize: this.batchSize,
-      localStep: this.localStep,
-    });
+    this.#book(state, loss, ms);
     const session = this.session;
     if (!session) {
-      if (this.#bundleRequested) {
-        this.#bundleRequested = false;
-        this.#saveOrWarn('request');
-      }
-      if (this.#control.shutdown) state.shutdown = true;
+      this.#afterLocalStep(state);
       return;
     }
     const paramNorm = (this.stepsSinceAvg + 1) % 10 === 0 ? normOf(this.#parameters) : undefined;
@@ -253,6 +240,31 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
     }
     this.#roundsHeld = session.version;
     if (this.shutdownSeen) state.shutdown = true;
+  }
+
+  /** Counts a finished step into `state` and tells the step listener. */
+  #book(state: EpochState, loss: number, ms: number): void {
+    state.booked += 1;
+    state.computeMsTotal += ms;
+    state.totalLoss += loss;
+    this.#options.onStep?.({
+      epoch: state.epoch,
+      batch: state.batchDone,
+      batches: Math.floor(state.picks.length / this.batchSize),
+      loss,
+      ms,
+      batchSize: this.batchSize,
+      localStep: this.localStep,
+    });
+  }
+
+  /** A single device's step tail: a requested bundle, a requested stop (nothing to wait on). */
+  #afterLocalStep(state: EpochState): void {
+    if (this.#bundleRequested) {
+      this.#bundleRequested = false;
+      this.#saveOrWarn('request');
+    }
+    if (this.#control.shutdown) state.shutdown = true;
   }
 
   /** Closes `state` and sends its report (skipped after a shutdown seen mid-plan). */
@@ -285,7 +297,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       this.#countStep();
       return [loss, performance.now() - started];
     }
-    const loss = runTrainStep(this.model, trainStep, batch, where, () => this.optimizerStepAndBookkeep());
+    const loss = runTrainStep(this.model, trainStep, batch, where.epoch, where.batch, this.#tail);
     return [loss, performance.now() - started];
   }
 
@@ -299,11 +311,23 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       let loss: number;
       let ms: number;
       try {
-        [loss, ms] = this.trainStep(trainStep, batch, { epoch: plan.epoch, batch: state.batchDone - 1 });
+        if (this.#options.cudaGraph) {
+          [loss, ms] = this.trainStep(trainStep, batch, { epoch: plan.epoch, batch: state.batchDone - 1 });
+        } else {
+          // The eager step without the per-step objects of `trainStep` (its where, its pair).
+          const started = performance.now();
+          loss = runTrainStep(this.model, trainStep, batch, plan.epoch, state.batchDone - 1, this.#tail);
+          ms = performance.now() - started;
+        }
       } finally {
         batch.dispose();
       }
-      await this.afterStep(state, loss, ms);
+      // One device has nothing to wait on: its step tail needs no turn of the event loop.
+      if (this.session) await this.afterStep(state, loss, ms);
+      else {
+        this.#book(state, loss, ms);
+        this.#afterLocalStep(state);
+      }
       if (state.shutdown) {
         this.#reader.close();
         return true;

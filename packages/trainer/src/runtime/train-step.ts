@@ -17,9 +17,10 @@ export function whereTrainStepThrew(error: unknown, where: { epoch: number; batc
 }
 
 /**
- * The loss tensor `trainStep` returned.
+ * The loss tensor `trainStep` returned, checked without a call into libtorch (its element
+ * count is checked by `backward`, see {@link nonScalarLoss}).
  *
- * @throws FlodlError ERR_INVALID_ARGUMENT for anything but a tensor; ERR_SHAPE for a non-scalar one
+ * @throws FlodlError ERR_INVALID_ARGUMENT for anything but a tensor
  */
 export function checkLoss(output: unknown): Tensor {
   const tensor = output as Tensor | undefined;
@@ -35,14 +36,20 @@ export function checkLoss(output: unknown): Tensor {
       got: tensor === null ? 'null' : typeof tensor,
     });
   }
-  if (tensor.numel !== 1) {
-    throw new FlodlError('ERR_SHAPE', 'trainStep must return a scalar loss', {
-      op: 'trainStep',
-      expected: 'a tensor of one element',
-      got: `shape [${tensor.shape.join(', ')}]`,
-    });
-  }
   return tensor;
+}
+
+/**
+ * The error of a loss that is not a scalar, or undefined. Asked only once `backward` failed
+ * (it refuses a non-scalar output): the step that succeeds pays no extra call for it.
+ */
+export function nonScalarLoss(loss: Tensor): FlodlError | undefined {
+  if (loss.numel === 1) return undefined;
+  return new FlodlError('ERR_SHAPE', 'trainStep must return a scalar loss', {
+    op: 'trainStep',
+    expected: 'a tensor of one element',
+    got: `shape [${loss.shape.join(', ')}]`,
+  });
 }
 
 export function messageOf(error: unknown): string {
@@ -55,13 +62,15 @@ export function sleep(ms: number): Promise<void> {
 
 /**
  * One managed step in a tidy scope: `trainStep` (forward + loss), its checks, backward, then
- * `tail` (the optimizer step and the counters); → the loss value.
+ * `tail` (the optimizer step and the counters); → the loss value. `epoch` and `batch` name
+ * the step in the error of a throwing `trainStep`.
  */
 export function runTrainStep<M extends AnyModule>(
   model: M,
   trainStep: TrainStep<M>,
   batch: Batch,
-  where: { epoch: number; batch: number },
+  epoch: number,
+  index: number,
   tail: () => void,
 ): number {
   return tidy(() => {
@@ -69,10 +78,14 @@ export function runTrainStep<M extends AnyModule>(
     try {
       output = trainStep(model, batch);
     } catch (error) {
-      throw whereTrainStepThrew(error, where);
+      throw whereTrainStepThrew(error, { epoch, batch: index });
     }
     const loss = checkLoss(output);
-    loss.backward();
+    try {
+      loss.backward();
+    } catch (error) {
+      throw nonScalarLoss(loss) ?? error;
+    }
     tail();
     // Read after the step is queued: on a GPU an earlier read would wait for the forward
     // before backward and the step could be launched.

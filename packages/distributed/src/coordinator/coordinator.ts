@@ -33,7 +33,7 @@ import {
 } from './membership.js';
 import type { CoordinatorCommand, CoordinatorInput, CoordinatorOutput, RankReport } from './messages.js';
 import { MetaController } from './meta-controller.js';
-import { aggregateEpochMetrics, EpochMetricsCollector } from './metrics.js';
+import { aggregateEpochMetrics, creditedReport, EpochMetricsCollector } from './metrics.js';
 import { CallbackRoles } from './roles.js';
 import { StallWatch } from './stall-watch.js';
 
@@ -803,8 +803,11 @@ export class ClusterCoordinator {
     this.roles.onDeath(rank, this.membership.liveMask(), (candidate) => this.elChe.smoothedMs(candidate));
     if (this.config.progressive) this.dispatcher.forfeit(rank);
     else {
-      // A whole partition was out: credit what the rank ran, hand the rest to the survivors.
-      this.dispatcher.forfeit(rank, this.dispatcher.doneInFlightBatches(rank));
+      // A whole partition was out: credit what the rank ran (in the epoch's metrics too, so
+      // they count every sample once), hand the rest to the survivors.
+      this.dispatcher.forfeit(rank, this.dispatcher.doneInFlightBatches(rank), (epoch, samples) =>
+        this.#metrics.add(creditedReport(rank, epoch, samples)),
+      );
       for (const { rank: target, epoch, offset, size } of this.dispatcher.distributeReclaimed(
         this.#context(),
       )) {

@@ -1,0 +1,50 @@
+// The fault suite: real rank processes of a managed Trainer run (three CPU ranks, each of the
+// five modes) killed (SIGKILL) or frozen (SIGSTOP) before, during and after a reduce, the eval
+// rank killed in its eval, a rank killed inside a checkpoint write, the launcher killed, a
+// trainStep that throws. Every run must end within the liveness setting + 5 s of the fault
+// with the survivors finished, every epoch's samples trained once (from the metrics), no
+// process left behind, and a last bundle that loads. CI runs the share of the matrix that
+// `ciMatrix` picks; `pnpm soak:faults` runs all of it and prints the README's table.
+import { distributed } from '@flodl/tensor-native';
+import { describe, expect, it } from 'vitest';
+import { checkScenario, ciMatrix } from './matrix.js';
+import { runScenario } from './scenario.js';
+
+const noGloo = !distributed.isAvailable('gloo');
+
+/**
+ * Scenarios at once: each is four processes (launcher and three ranks) whose liveness is
+ * short, so the 2-core CI machine runs two at a time; `FLODL_FAULTS_CONCURRENCY` overrides.
+ */
+const CONCURRENCY = Number(process.env.FLODL_FAULTS_CONCURRENCY ?? 2);
+let running = 0;
+const waiting: (() => void)[] = [];
+async function withSlot<T>(work: () => Promise<T>): Promise<T> {
+  while (running >= CONCURRENCY) await new Promise<void>((resolve) => waiting.push(resolve));
+  running += 1;
+  try {
+    return await work();
+  } finally {
+    running -= 1;
+    waiting.shift()?.();
+  }
+}
+
+describe.concurrent('faults: three CPU ranks of a managed Trainer run', () => {
+  for (const scenario of ciMatrix()) {
+    it.skipIf(scenario.mode.startsWith('Nccl') && noGloo)(
+      `${scenario.mode}: ${scenario.name}`,
+      async () => {
+        const outcome = await withSlot(() => runScenario(scenario.config));
+        try {
+          const row = checkScenario(scenario, outcome);
+          expect(row.problems, outcome.stderr.slice(-4000)).toEqual([]);
+        } finally {
+          outcome.cleanup();
+        }
+        // Waiting for a slot counts against a test's timeout: the whole queue's bound.
+      },
+      600_000,
+    );
+  }
+});

@@ -1,14 +1,14 @@
 // The fault suite's Trainer script: one file is the launcher (the test's child process) and
 // every rank, as in a user's run. argv[2] is a JSON FaultConfig. The fault is scripted by rank
 // and phase, and fired by the rank on itself at a deterministic point:
-//   before:     the first round after this rank's step `step` called it in; it has
-//               contributed nothing yet
+//   before:     the first round after this rank's step `step` of epoch `epoch` called it
+//               in; it has contributed nothing yet
 //   during:     its contribution to that round left (host modes: the snapshot was sent on
 //               the data channel; collective modes: between the round's two all-reduces)
 //   after:      that round was applied on this rank, before its next step
 //   eval:       inside the eval callback of epoch `epoch` (so on the elected rank)
 //   checkpoint: inside periodic bundle `bundle`'s write (its files written, the meta not renamed)
-//   throw:      trainStep throws at this rank's step `step`
+//   throw:      trainStep throws at this rank's step `step` of epoch `epoch`
 //   launcher:   the launcher SIGKILLs itself when epoch `epoch`'s metrics reach it
 // Every process writes its pid to `<dir>/pid-<role>`; the fault writes `<dir>/fault.json` right
 // before it fires; the launcher writes `out` (metrics, lost ranks, when join resolved).
@@ -31,9 +31,12 @@ export interface Fault {
   /** The rank that faults (unused for `launcher`, and for `eval`/`checkpoint`: whichever rank is elected). */
   rank?: number;
   signal?: 'SIGKILL' | 'SIGSTOP';
-  /** The rank's step: the round after it (before / during / after), or the step that throws (throw). */
+  /**
+   * The rank's step within epoch `epoch` (1-based): the round after it (before / during /
+   * after), or the step that throws (throw).
+   */
   step?: number;
-  /** The epoch, 0-based (eval, launcher). */
+  /** The epoch, 0-based (every fault but checkpoint). */
   epoch?: number;
   /** The periodic bundle, 1-based (checkpoint). */
   bundle?: number;
@@ -90,6 +93,9 @@ if (rank >= 0 && mine('checkpoint')) scriptCheckpointWrite(fault as Fault);
 
 /** The epoch (1-based) of the eval the coordinator last asked for. */
 let evalEpoch = 0;
+/** The epoch this rank trains (from the coordinator's plans), and its steps in it. */
+let epoch = -1;
+let epochSteps = 0;
 
 /**
  * Wraps the rank's session (the Trainer joins through `DistributedSession.join`) to fire at a
@@ -104,11 +110,16 @@ function scriptSession(planned: Fault): void {
       ...options,
       onControl: (message) => {
         if (message.type === 'ExecuteEvalCallback') evalEpoch = message.epoch;
+        if (message.type === 'StartEpoch' && message.plan.epoch !== epoch) {
+          epoch = message.plan.epoch;
+          epochSteps = 0;
+        }
         options.onControl?.(message);
       },
       onBeforeAverage: (event) => {
         round = event.version;
-        if (target === undefined && steps >= (planned.step ?? 0)) target = event.version;
+        if (target === undefined && epoch === planned.epoch && epochSteps >= (planned.step ?? 0))
+          target = event.version;
         options.onBeforeAverage?.(event);
         if (mine('before') && event.version === target) fire(`entering round ${event.version}`);
       },
@@ -156,14 +167,18 @@ const x = randn([config.totalSamples, 4]);
 const y = x.matmul(randn([4, 1]));
 const data = new TensorDataset([x, y]);
 
-let steps = 0;
 const builder = Trainer.builder(
   () => new Sequential(new Linear(4, 8), new ReLU(), new Linear(8, 1)),
   (params) => new SGD(params, { lr: 0.05 }),
   (model, batch) => {
-    steps += 1;
-    if (mine('throw') && fault?.step === steps && record(`trainStep threw at step ${steps}`))
-      throw new Error(`planned failure at step ${steps}`);
+    epochSteps += 1;
+    if (
+      mine('throw') &&
+      fault?.epoch === epoch &&
+      fault.step === epochSteps &&
+      record(`trainStep threw at step ${epochSteps} of epoch ${epoch}`)
+    )
+      throw new Error(`planned failure at step ${epochSteps} of epoch ${epoch}`);
     const delay = config.stepDelayMs ?? 0;
     if (delay > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, delay);
     return mseLoss(model.forward(batch.at(0)), batch.at(1));

@@ -45,16 +45,18 @@ function scenario(name: string, mode: LaunchMode, fault: Fault, extra: Partial<F
 }
 
 /**
- * The faulting rank's step: past the middle of the last epoch (each rank runs about 20 steps
- * an epoch), so the survivors' remaining work is short and rounds still follow in every mode.
+ * Where the round faults and the throw land: the rank's 4th step of the last epoch (the
+ * first round after it), early enough that a round follows in every mode and late enough
+ * that the survivors' remaining work is short.
  */
-const STEP = 26;
+const EPOCH = NUM_EPOCHS - 1;
+const STEP = 4;
 const PHASES = ['before', 'during', 'after'] as const;
 const SIGNALS = ['SIGKILL', 'SIGSTOP'] as const;
 
 /** A rank's signal at a round's phase. */
 export function roundFault(mode: LaunchMode, signal: Fault['signal'], at: (typeof PHASES)[number]): Scenario {
-  return scenario(`${signal} ${at} a reduce`, mode, { at, rank: 1, signal, step: STEP });
+  return scenario(`${signal} ${at} a reduce`, mode, { at, rank: 1, signal, epoch: EPOCH, step: STEP });
 }
 
 /** The faults that are not about a round's phase. */
@@ -75,7 +77,7 @@ export function otherFaults(mode: LaunchMode): Scenario[] {
       { at: 'launcher', signal: 'SIGKILL', epoch: 1 },
       { numEpochs: 3 },
     ),
-    scenario('trainStep throws', mode, { at: 'throw', rank: 2, step: STEP }),
+    scenario('trainStep throws', mode, { at: 'throw', rank: 2, epoch: EPOCH, step: STEP }),
   ];
 }
 

@@ -11,7 +11,8 @@
 //   throw:      trainStep throws at this rank's step `step` of epoch `epoch`
 //   launcher:   the launcher SIGKILLs itself when epoch `epoch`'s metrics reach it
 // Every process writes its pid to `<dir>/pid-<role>`; the fault writes `<dir>/fault.json` right
-// before it fires; the launcher writes `out` (metrics, lost ranks, when join resolved).
+// before it fires; the launcher writes `out` (metrics, lost ranks, when join resolved). With
+// FLODL_FAULTS_METRICS_LOG set, the run's metrics log (rounds, deaths, exits, with times) goes there.
 import fs, { appendFileSync, writeFileSync } from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
 import { join } from 'node:path';
@@ -204,6 +205,7 @@ const builder = Trainer.builder(
     if (rank < 0 && fault?.at === 'launcher' && fault.epoch === metrics.epoch) fire('the launcher');
   });
 if (config.savePath) builder.savePath(config.savePath);
+if (process.env.FLODL_FAULTS_METRICS_LOG) builder.metricsLog(process.env.FLODL_FAULTS_METRICS_LOG);
 if (config.checkpointEvery) builder.checkpointEvery(config.checkpointEvery);
 const handle = builder.run();
 const metrics = [];

@@ -120,18 +120,51 @@ export interface ScenarioRow {
   outcome: string;
   /** From the fault to the run's end (its last process gone), ms. */
   recoveryMs: number | undefined;
+  /** From the fault to the faulted process ended and reported lost (the launcher: every rank gone), ms. */
+  handledMs: number | undefined;
   problems: string[];
 }
 
+/** How strictly `checkScenario` takes time. */
+export interface TimeBound {
+  /**
+   * `end`: the whole run, survivors' remaining work included, must end within
+   * {@link RECOVERY_BOUND_MS} of the fault (the soak; the README's table). `handled`: the
+   * faulted process must be ended and reported lost within it, and the run end within
+   * {@link HANG_BOUND_MS} (npm test, where a loaded machine slows the survivors' own training).
+   */
+  bound: 'end' | 'handled';
+}
+
+/** The hang bound npm test puts on a whole scenario's end after its fault. */
+export const HANG_BOUND_MS = 60_000;
+
 /** Checks one outcome against what every scenario must end with; lists what went wrong. */
-export function checkScenario(scenario: Scenario, outcome: ScenarioOutcome): ScenarioRow {
+export function checkScenario(
+  scenario: Scenario,
+  outcome: ScenarioOutcome,
+  { bound }: TimeBound = { bound: 'end' },
+): ScenarioRow {
   const problems: string[] = [];
   const { fault, result } = outcome;
   const launcherKilled = scenario.fault.at === 'launcher';
   if (!fault) problems.push('the fault never fired');
   const recoveryMs = fault ? outcome.allGoneAt - fault.time : undefined;
-  if (recoveryMs !== undefined && recoveryMs > RECOVERY_BOUND_MS)
-    problems.push(`the run took ${recoveryMs} ms after the fault to end (bound ${RECOVERY_BOUND_MS} ms)`);
+  const lostAt = result?.lost.find((record) => record.rank === fault?.rank)?.time;
+  const handledMs = !fault
+    ? undefined
+    : launcherKilled
+      ? recoveryMs
+      : lostAt === undefined
+        ? undefined
+        : lostAt - fault.time;
+  const endBound = bound === 'end' ? RECOVERY_BOUND_MS : HANG_BOUND_MS;
+  if (recoveryMs !== undefined && recoveryMs > endBound)
+    problems.push(`the run took ${recoveryMs} ms after the fault to end (bound ${endBound} ms)`);
+  if (handledMs !== undefined && handledMs > RECOVERY_BOUND_MS)
+    problems.push(
+      `the faulted process was handled ${handledMs} ms after the fault (bound ${RECOVERY_BOUND_MS} ms)`,
+    );
   if (outcome.leftBehind.length > 0) problems.push(`left behind: ${outcome.leftBehind.join(' | ')}`);
   let what = '';
   if (launcherKilled) {
@@ -161,7 +194,7 @@ export function checkScenario(scenario: Scenario, outcome: ScenarioOutcome): Sce
   const bundle = lastBundle(outcome);
   if (typeof bundle === 'string') problems.push(bundle);
   else what += `; ${bundle.reason} bundle loads`;
-  return { name: scenario.name, mode: scenario.mode, outcome: what, recoveryMs, problems };
+  return { name: scenario.name, mode: scenario.mode, outcome: what, recoveryMs, handledMs, problems };
 }
 
 /** Reads the bundle `resumeFrom(savePath)` would take and loads its model; a problem as text. */

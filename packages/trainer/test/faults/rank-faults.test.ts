@@ -1,10 +1,13 @@
 // The fault suite: real rank processes of a managed Trainer run (three CPU ranks, each of the
 // five modes) killed (SIGKILL) or frozen (SIGSTOP) before, during and after a reduce, the eval
 // rank killed in its eval, a rank killed inside a checkpoint write, the launcher killed, a
-// trainStep that throws. Every run must end within the liveness setting + 5 s of the fault
-// with the survivors finished, every epoch's samples trained once (from the metrics), no
-// process left behind, and a last bundle that loads. CI runs the share of the matrix that
-// `ciMatrix` picks; `pnpm soak:faults` runs all of it and prints the README's table.
+// trainStep that throws. The faulted process must be ended and reported lost within the
+// liveness setting + 5 s of the fault, the survivors finish, every epoch's samples are
+// trained once (from the metrics), no process is left behind, and the last bundle loads.
+// CI runs the share of the matrix that `ciMatrix` picks and bounds the whole run's end by a
+// hang bound (the survivors' remaining training is as slow as the machine is loaded);
+// `pnpm soak:faults` runs all of it, holds the whole run's end to the liveness setting + 5 s,
+// and prints the README's table.
 import { distributed } from '@flodl/tensor-native';
 import { describe, expect, it } from 'vitest';
 import { checkScenario, ciMatrix } from './matrix.js';
@@ -37,7 +40,9 @@ describe.concurrent('faults: three CPU ranks of a managed Trainer run', () => {
       async () => {
         const outcome = await withSlot(() => runScenario(scenario.config));
         try {
-          const row = checkScenario(scenario, outcome);
+          // The faulted process handled within livenessMs + 5 s; the whole run within the hang
+          // bound (the survivors' own remaining work is as slow as the machine is loaded).
+          const row = checkScenario(scenario, outcome, { bound: 'handled' });
           expect(row.problems, outcome.stderr.slice(-4000)).toEqual([]);
         } finally {
           outcome.cleanup();

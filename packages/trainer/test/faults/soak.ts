@@ -42,7 +42,9 @@ async function worker(): Promise<void> {
     outcome.cleanup();
     rows.push(row);
     const verdict = row.problems.length === 0 ? 'ok' : `FAILED: ${row.problems.join('; ')}`;
-    process.stdout.write(`${row.mode} ${row.name}: ${verdict} (${row.recoveryMs ?? '-'} ms)\n`);
+    process.stdout.write(
+      `${row.mode} ${row.name}: ${verdict} (handled ${row.handledMs ?? '-'} ms, ended ${row.recoveryMs ?? '-'} ms)\n`,
+    );
   }
 }
 await Promise.all(Array.from({ length: concurrency }, () => worker()));

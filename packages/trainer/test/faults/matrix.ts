@@ -45,12 +45,12 @@ function scenario(name: string, mode: LaunchMode, fault: Fault, extra: Partial<F
 }
 
 /**
- * Where the round faults and the throw land: the rank's 4th step of the last epoch (the
+ * Where the round faults and the throw land: the rank's 2nd step of the last epoch (the
  * first round after it), early enough that a round follows in every mode and late enough
  * that the survivors' remaining work is short.
  */
 const EPOCH = NUM_EPOCHS - 1;
-const STEP = 4;
+const STEP = 2;
 const PHASES = ['before', 'during', 'after'] as const;
 const SIGNALS = ['SIGKILL', 'SIGSTOP'] as const;
 

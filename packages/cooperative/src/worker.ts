@@ -280,8 +280,13 @@ export class Worker<M extends AnyModule = AnyModule> {
     return this.#runtime.takeEvals();
   }
 
-  /** Asks for an eval at the next coherent boundary, on the elected rank (a no-op on one device). */
+  /**
+   * Asks for an eval at the next coherent boundary, on the elected rank (a no-op on one device).
+   *
+   * @throws FlodlError ERR_INVALID_ARGUMENT after `finish()`
+   */
   requestEval(): void {
+    this.#checkOpen('requestEval');
     this.#runtime.reportIntent('EvalNow');
   }
 

@@ -49,6 +49,10 @@ describe('epoch coverage', () => {
       if (!progressive) {
         expect(result.commands.some(({ command }) => command.type === 'ExtendPartition')).toBe(true);
       }
+      // The epoch metrics count every sample once too: a Sync rank's credited batches included.
+      expect(
+        result.epochs.map((epoch) => epoch.perRankSamples.reduce((sum, count) => sum + count, 0)),
+      ).toEqual(new Array(EPOCHS).fill(USABLE));
     });
   }
 

@@ -50,6 +50,7 @@ export { ClusterCoordinator, type CoordinatorState } from './coordinator.js';
 export {
   type CoordinatorConfig,
   type CoordinatorOptions,
+  checkMaxFailure,
   resolveCoordinatorConfig,
 } from './coordinator-config.js';
 export { ChunkPool, type SampleRange } from './dispatch/chunk-pool.js';

@@ -123,3 +123,23 @@ export class EpochMetricsCollector {
     return list;
   }
 }
+
+/**
+ * The report a dead rank never sent for the part of its partition the coordinator credits it
+ * with (it ran those batches; its rounds carried them): their samples, no batch, so the epoch
+ * counts every sample once and its mean loss stays the reported batches'.
+ */
+export function creditedReport(rank: number, epoch: number, samples: number): RankMetrics {
+  return {
+    rank,
+    epoch,
+    avgLoss: Number.NaN,
+    batchesProcessed: 0,
+    epochMs: 0,
+    samplesProcessed: samples,
+    shareCompleteMs: 0,
+    computeOnlyMs: 0,
+    dataStarveMs: 0,
+    scalars: {},
+  };
+}

@@ -3,6 +3,7 @@ import type { CoordinatorCore } from './coordinator-core.js';
 import { pump, tryAggregate } from './epoch-flow.js';
 import { type DeathCause, failureLimit, type RankDeathRecord } from './membership.js';
 import type { CoordinatorInput } from './messages.js';
+import { creditedReport } from './metrics.js';
 import { dropFromRound, maybeAverage } from './round-lifecycle.js';
 import { advanceTail, finish, saveAndExit } from './run-tail.js';
 
@@ -80,8 +81,11 @@ function shrink(core: CoordinatorCore, rank: number): void {
   core.roles.onDeath(rank, core.membership.liveMask(), (candidate) => core.elChe.smoothedMs(candidate));
   if (core.config.progressive) core.dispatcher.forfeit(rank);
   else {
-    // A whole partition was out: credit what the rank ran, hand the rest to the survivors.
-    core.dispatcher.forfeit(rank, core.dispatcher.doneInFlightBatches(rank));
+    // A whole partition was out: credit what the rank ran (in the epoch's metrics too, so
+    // they count every sample once), hand the rest to the survivors.
+    core.dispatcher.forfeit(rank, core.dispatcher.doneInFlightBatches(rank), (epoch, samples) =>
+      core.metrics.add(creditedReport(rank, epoch, samples)),
+    );
     for (const { rank: target, epoch, offset, size } of core.dispatcher.distributeReclaimed(core.context())) {
       core.send(target, { type: 'ExtendPartition', epoch, offset, size });
     }

@@ -270,6 +270,14 @@ export class TrainerBuilder<M extends AnyModule = AnyModule> {
   }
 
   #set<K extends keyof TrainerOptions<M>>(key: K, value: TrainerOptions<M>[K]): this {
+    // The run took its options when it started: a later change would be silently lost.
+    if (this.#used) {
+      throw new FlodlError('ERR_INVALID_ARGUMENT', `${String(key)}() on a builder whose run started`, {
+        op: `Trainer.${String(key)}`,
+        expected: 'every option set before run() / intoWorker()',
+        got: `${String(key)}() after the run started`,
+      });
+    }
     this.#options[key] = value;
     return this;
   }

@@ -103,10 +103,18 @@ export class TrainerHandle {
    * Writes a checkpoint bundle under `savePath` after the step in flight
    * (`<savePath>.step-<N>`, counted in `keepLast`).
    *
-   * @throws FlodlError ERR_INVALID_ARGUMENT when the run has no savePath, or runs on a cluster
-   *   (there, `checkpointEvery` / `checkpointAtEpoch` and the Worker's `requestCheckpoint` ask)
+   * @throws FlodlError ERR_INVALID_ARGUMENT when the run has no savePath, runs on a cluster
+   *   (there, `checkpointEvery` / `checkpointAtEpoch` and the Worker's `requestCheckpoint` ask),
+   *   or has finished (its final bundle is at `savePath`)
    */
   requestCheckpoint(): void {
+    if (this.#done) {
+      throw new FlodlError('ERR_INVALID_ARGUMENT', 'requestCheckpoint after the run finished', {
+        op: 'TrainerHandle.requestCheckpoint',
+        expected: 'a request while the run trains (its final bundle is written at savePath)',
+        got: 'a finished run',
+      });
+    }
     if (!this.#requestCheckpoint) {
       throw new FlodlError(
         'ERR_INVALID_ARGUMENT',

@@ -3,6 +3,7 @@
 
 import type { ElCheConfigOptions, EpochMetrics, LaunchMode, MaxFailureThreshold } from '@flodl/distributed';
 import { LAUNCH_MODES, livenessTimeouts } from '@flodl/distributed';
+import { checkMaxFailure, ElCheConfig } from '@flodl/distributed/coordinator';
 import type { LRScheduler, Optimizer } from '@flodl/nn';
 import { checkOptions, cuda, type Device, FlodlError, invalidArgument } from '@flodl/tensor-native';
 import { createProgress, type ProgressSetting } from '../progress/progress.js';
@@ -146,6 +147,11 @@ export function defaultDevices(): Device[] {
 export function resolveTrainerOptions<M extends AnyModule>(
   options: TrainerOptions<M>,
 ): ResolvedTrainerOptions<M> {
+  // `null` is no option's value: leaving the option out is how to keep its default.
+  for (const [key, value] of Object.entries(options)) {
+    if (value === null)
+      throw invalidArgument(`${OP}.${key}`, key, 'a value (leave the option out for its default)', value);
+  }
   const missing = (['dataset', 'batchSize', 'numEpochs'] as const).filter(
     (key) => options[key] === undefined,
   );
@@ -156,21 +162,8 @@ export function resolveTrainerOptions<M extends AnyModule>(
       got: `no ${missing.join(', no ')}`,
     });
   }
-  const dataset = options.dataset as TrainingDataset;
-  if (
-    typeof dataset !== 'object' ||
-    dataset === null ||
-    !Number.isSafeInteger(dataset.length) ||
-    (typeof (dataset as { get?: unknown }).get !== 'function' &&
-      typeof (dataset as { getBatch?: unknown }).getBatch !== 'function')
-  ) {
-    throw invalidArgument(
-      `${OP}.dataset`,
-      'dataset',
-      'a Dataset (length, get) or BatchDataset (length, getBatch)',
-      dataset,
-    );
-  }
+  const dataset = checkDataset('dataset', options.dataset);
+  if (options.evalDataset !== undefined) checkDataset('evalDataset', options.evalDataset);
   const batchSize = positiveInteger('batchSize', options.batchSize);
   const numEpochs = positiveInteger('numEpochs', options.numEpochs);
   if (batchSize > dataset.length) {
@@ -284,7 +277,19 @@ export function resolveTrainerOptions<M extends AnyModule>(
   const maxFailure =
     typeof options.maxFailure === 'number'
       ? { absolute: positiveInteger('maxFailure', options.maxFailure) }
-      : options.maxFailure;
+      : options.maxFailure === undefined
+        ? undefined
+        : checkMaxFailure(options.maxFailure, `${OP}.maxFailure`);
+  if (options.elastic !== undefined && typeof options.elastic !== 'boolean')
+    throw invalidArgument(`${OP}.elastic`, 'elastic', 'true or false', options.elastic);
+  if (options.resident !== undefined && typeof options.resident !== 'boolean' && options.resident !== 'auto')
+    throw invalidArgument(`${OP}.resident`, 'resident', "true, false or 'auto'", options.resident);
+  if (options.elche !== undefined) {
+    if (typeof options.elche !== 'object' || Array.isArray(options.elche))
+      throw invalidArgument(`${OP}.elche`, 'elche', "ElChe's knobs, e.g. { anchor: 3 }", options.elche);
+    // ElChe's own checks (unknown knobs, ranges), run before anything starts.
+    ElCheConfig.resolve({ ...options.elche, mode });
+  }
   if (options.heartbeatTimeoutMs !== undefined)
     positiveInteger('heartbeatTimeoutMs', options.heartbeatTimeoutMs);
   if (options.timeoutMs !== undefined) positiveInteger('timeoutMs', options.timeoutMs);
@@ -367,7 +372,7 @@ export function refuseClusterBundleOptions(options: Pick<TrainerOptions, 'checkp
 function checkMonitorOptions(options: Pick<TrainerOptions, 'progress' | 'metricsLog' | 'dashboard'>): void {
   const { progress, metricsLog, dashboard } = options;
   if (progress !== undefined && typeof progress !== 'boolean') {
-    if (typeof progress !== 'object' || progress === null)
+    if (typeof progress !== 'object' || progress === null || Array.isArray(progress))
       throw invalidArgument(`${OP}.progress`, 'progress', 'true, false or createProgress options', progress);
     // The display's own checks (unknown options, ranges) run here, off any stream.
     createProgress(progress.stream === undefined ? { ...progress, stream: { write: () => true } } : progress);
@@ -388,6 +393,27 @@ function checkMonitorOptions(options: Pick<TrainerOptions, 'progress' | 'metrics
     if (host !== undefined && (typeof host !== 'string' || host === ''))
       throw invalidArgument(`${OP}.dashboard`, 'dashboard.host', 'an address like 127.0.0.1', host);
   }
+}
+
+/** A Dataset (length, get) or BatchDataset (length, getBatch). */
+function checkDataset(name: 'dataset' | 'evalDataset', value: unknown): TrainingDataset {
+  const dataset = value as TrainingDataset;
+  if (
+    typeof dataset !== 'object' ||
+    dataset === null ||
+    !Number.isSafeInteger(dataset.length) ||
+    dataset.length < 0 ||
+    (typeof (dataset as { get?: unknown }).get !== 'function' &&
+      typeof (dataset as { getBatch?: unknown }).getBatch !== 'function')
+  ) {
+    throw invalidArgument(
+      `${OP}.${name}`,
+      name,
+      'a Dataset (length, get) or BatchDataset (length, getBatch)',
+      dataset,
+    );
+  }
+  return dataset;
 }
 
 function positiveInteger(name: string, value: unknown): number {

@@ -243,15 +243,21 @@ export class EpochDispatcher {
 
   /**
    * Returns a dead rank's uncompleted work to the pools. `creditedBatches` of its oldest
-   * in-flight work count as completed (what a non-progressive rank is known to have run).
+   * in-flight work count as completed (what a non-progressive rank is known to have run);
+   * `onCredited` hears each epoch's credited samples.
    */
-  forfeit(rank: number, creditedBatches = 0): number {
+  forfeit(
+    rank: number,
+    creditedBatches = 0,
+    onCredited: (epoch: number, samples: number) => void = () => undefined,
+  ): number {
     let reclaimed = 0;
     let credit = creditedBatches * this.options.batchSize;
     for (const pool of [...this.#pools.values()].sort((left, right) => left.epoch - right.epoch)) {
       const credited = Math.min(credit, pool.inFlight(rank));
       credit -= credited;
       reclaimed += pool.forfeit(rank, credited);
+      if (credited > 0) onCredited(pool.epoch, credited);
     }
     this.#doneInFlight[rank] = 0;
     this.#refreshIdle(rank);

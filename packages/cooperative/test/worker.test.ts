@@ -121,7 +121,7 @@ describe('cooperative Worker, one device', () => {
     expect(hex(cooperative.params)).toEqual(hex(managed.params));
   });
 
-  it('trainStep() runs the builder\'s trainStep as the managed Trainer does, bit for bit', async () => {
+  it("trainStep() runs the builder's trainStep as the managed Trainer does, bit for bit", async () => {
     manualSeed(5);
     const data = deterministic(48);
     const managed = await builder(data, 2).run().join();
@@ -142,8 +142,13 @@ describe('cooperative Worker, one device', () => {
 
   it('cudaGraph is refused off CUDA, before anything starts', async () => {
     await expect(builder(deterministic(16)).cudaGraph().intoWorker()).rejects.toSatisfy(
-      (error: unknown) => FlodlError.isInstance(error) && /CUDA graph step needs CUDA devices/.test(error.message),
+      (error: unknown) =>
+        FlodlError.isInstance(error) && /CUDA graph step needs CUDA devices/.test(error.message),
     );
-    expect(() => builder(deterministic(16)).cudaGraph('yes' as never).run()).toThrow(/cudaGraph/);
+    expect(() =>
+      builder(deterministic(16))
+        .cudaGraph('yes' as never)
+        .run(),
+    ).toThrow(/cudaGraph/);
   });
 });

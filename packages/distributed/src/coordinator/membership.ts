@@ -215,6 +215,11 @@ export class Membership {
     return true;
   }
 
+  /** When `rank` was last heard from (any message, a heartbeat included). */
+  lastSeen(rank: number): number {
+    return this.#lastSeen[rank] ?? 0;
+  }
+
   /** Live ranks silent for longer than `timeoutMs`. */
   staleRanks(now: number, timeoutMs: number): number[] {
     return this.liveRanks().filter((rank) => now - (this.#lastSeen[rank] ?? now) > timeoutMs);

@@ -181,6 +181,12 @@ function watchStalls(core: CoordinatorCore, now: number): void {
     if (stalled(rank) && core.isFinished()) return;
   }
   if (core.state !== 'running') return;
+  // A rank that still heartbeats while a silent one owes work is most likely waiting on that
+  // one (in its collective, or for its step in lockstep): the silent rank is suspected first,
+  // and the others wait until it has been dealt with.
+  const silentAfterMs = timeoutMs / 3;
+  const silent = (rank: number): boolean => now - core.membership.lastSeen(rank) > silentAfterMs;
+  const silentOwing = core.membership.liveRanks().some((rank) => silent(rank) && owesWork(core, rank));
   for (const rank of core.membership.liveRanks()) {
     // Owing nothing keeps the clock current: the allowance starts when work is owed.
     if (!owesWork(core, rank)) {
@@ -197,6 +203,7 @@ function watchStalls(core: CoordinatorCore, now: number): void {
       continue;
     }
     if (!core.stalls.overdue(rank, now, smoothedMs)) continue;
+    if (silentOwing && !silent(rank)) continue;
     if (!canSuspect(core)) continue;
     core.membership.suspect(rank);
     core.stalls.suspected(rank, allowanceMs);
@@ -214,6 +221,10 @@ function watchStalls(core: CoordinatorCore, now: number): void {
 /** `rank` has work to run or a round to join, and nothing (a throttle, a callback, the reduce) excuses a pause. */
 function owesWork(core: CoordinatorCore, rank: number): boolean {
   if (core.throttled[rank] || core.callbacks.busyWith(rank) || core.heldAtReduce(rank)) return false;
+  // In the NCCL modes the peers of a suspected rank sit in the collective with it until it is
+  // declared dead (and ended): waiting on it is not a stall of their own.
+  if (core.backend === 'Nccl' && core.membership.suspectedRanks().some((other) => other !== rank))
+    return false;
   const round = core.round;
   if (round?.participants.has(rank)) return !round.joined.has(rank);
   return core.dispatcher.inFlightBatches(rank) > 0;

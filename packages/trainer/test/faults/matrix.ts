@@ -113,19 +113,10 @@ export function ciMatrix(): Scenario[] {
 }
 
 /**
- * Scenarios that show an open bug: npm test skips them (naming it), the soak runs them. A
- * rank frozen (SIGSTOP) while its peers wait on it makes a waiting peer look stalled too: in
- * the collective modes the peers sit inside the collective with it, in CpuSync they wait for
- * its step; the coordinator suspects the lowest overdue rank first, a healthy one, and both
- * are declared dead (the collective run then saves and exits after its first epoch).
+ * Scenarios that show an open bug, by `${mode} ${name}`: npm test skips them (naming the bug in
+ * the test's title), the soak runs them. None at present.
  */
-export const KNOWN_BUGS: Readonly<Record<string, string>> = {
-  'NcclSync SIGSTOP before a reduce': 'a peer waiting in the collective is declared stalled too',
-  'NcclSync SIGSTOP during a reduce': 'a peer waiting in the collective is declared stalled too',
-  'NcclCadence SIGSTOP before a reduce': 'a peer waiting in the collective is declared stalled too',
-  'NcclCadence SIGSTOP during a reduce': 'a peer waiting in the collective is declared stalled too',
-  'CpuSync SIGSTOP after a reduce': 'a peer waiting for the frozen rank is declared stalled too',
-};
+export const KNOWN_BUGS: Readonly<Record<string, string>> = {};
 
 /** How a scenario ended, for the table. */
 export interface ScenarioRow {

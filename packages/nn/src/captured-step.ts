@@ -81,7 +81,8 @@ export class CapturedStep {
   #inputs: Tensor[] = [];
   #graphLoss: Tensor | null = null;
   #eagerLoss: Tensor | null = null;
-  #options = '';
+  /** The optimizer's group options at the capture (a capture bakes them in). */
+  #options: unknown[][] = [];
   #warmed = 0;
   #eagerRuns = 0;
   #captures = 0;
@@ -165,9 +166,8 @@ export class CapturedStep {
       this.#eagerStep(inputs, device);
       return this.#eagerLoss!;
     }
-    const options = optionsSignature(this.#optimizer);
-    if (this.#graph === null || options !== this.#options) {
-      this.#capture(inputs, device, options);
+    if (this.#graph === null || !sameOptions(this.#optimizer, this.#options)) {
+      this.#capture(inputs, device);
     } else {
       noGrad(() => {
         this.#inputs.forEach((input, k) => {
@@ -236,7 +236,7 @@ export class CapturedStep {
   }
 
   /** Captures the step on copies of `inputs`, then replays it once: this run's step. */
-  #capture(inputs: readonly Tensor[], device: number, options: string): void {
+  #capture(inputs: readonly Tensor[], device: number): void {
     this.#release();
     this.#inputs = noGrad(() => inputs.map((input) => keep(input.clone())));
     this.#optimizer.prepareCapture();
@@ -255,7 +255,7 @@ export class CapturedStep {
       graph.dispose();
       throw error;
     }
-    this.#options = options;
+    this.#options = groupOptions(this.#optimizer);
     this.#captures += 1;
     // The capture recorded the step without running it; the replay runs it. The host-side
     // counters already moved while the step's code ran for the capture.
@@ -322,9 +322,31 @@ function sameInputs(inputs: readonly Tensor[], captured: readonly Tensor[]): boo
   });
 }
 
-/** The optimizer's group options (everything but the parameters): a capture bakes them in. */
-function optionsSignature(optimizer: Optimizer): string {
-  return JSON.stringify(optimizer.paramGroups.map(({ params: _params, ...options }) => options));
+/** Each group's option values (everything but the parameters), in key order. */
+function groupOptions(optimizer: Optimizer): unknown[][] {
+  return optimizer.paramGroups.map(({ params: _params, ...options }) =>
+    Object.values(options).map((value) => (Array.isArray(value) ? [...value] : value)),
+  );
+}
+
+/** Whether the optimizer's group options are still `captured` (no allocation on the replay path). */
+function sameOptions(optimizer: Optimizer, captured: readonly unknown[][]): boolean {
+  const groups = optimizer.paramGroups;
+  if (groups.length !== captured.length) return false;
+  return groups.every((group, g) => {
+    const values = captured[g]!;
+    let k = 0;
+    for (const key in group) {
+      if (key === 'params') continue;
+      const value = (group as unknown as Record<string, unknown>)[key];
+      const then = values[k++];
+      if (Array.isArray(value)) {
+        if (!Array.isArray(then) || value.length !== then.length || value.some((v, i) => v !== then[i]))
+          return false;
+      } else if (value !== then) return false;
+    }
+    return k === values.length;
+  });
 }
 
 /**

@@ -22,3 +22,4 @@ export { decodeNumber, type EncodedNumber, readFixture } from './encoding.js';
 export { caught, caughtAsync, expectFlodlError, type FlodlErrorLike, isFlodlError } from './errors.js';
 export { type CapturedWarnings, captureWarnings, type IsolatedRun, runIsolated } from './noise.js';
 export { alive } from './process.js';
+export { SeededDraw } from './random.js';

@@ -187,22 +187,29 @@ function trainFlodl(spec, counts, device, adam) {
   const finalLoss = lastLoss.item();
   lastLoss.dispose();
   const liveAtEnd = liveTensorCount();
-  optimizer.dispose();
-  model.dispose();
-  inputs.dispose();
-  labels.dispose();
-  if (liveAtEnd !== liveAtStart || liveTensorCount() !== liveBefore) {
-    fail(
-      `${spec.name}: live tensors moved (${liveAtStart} → ${liveAtEnd} over the timed steps, ` +
-        `${liveBefore} → ${liveTensorCount()} over the run)`,
-    );
-  }
+  disposeAll([optimizer, model, inputs, labels]);
+  checkFlat(spec.name, liveBefore, liveAtStart, liveAtEnd);
   return {
     samplesPerSecond: (counts.steps * spec.batch) / seconds,
     seconds,
     updateSeconds: updateMs / 1000,
     finalLoss,
   };
+}
+
+/** Frees what a run made. */
+function disposeAll(things) {
+  for (const thing of things) thing.dispose();
+}
+
+/** Fails unless the live tensor count stayed flat over the timed steps and came back over the run. */
+function checkFlat(label, liveBefore, liveAtStart, liveAtEnd) {
+  if (liveAtEnd !== liveAtStart || liveTensorCount() !== liveBefore) {
+    fail(
+      `${label}: live tensors moved (${liveAtStart} → ${liveAtEnd} over the timed steps, ` +
+        `${liveBefore} → ${liveTensorCount()} over the run)`,
+    );
+  }
 }
 
 /**
@@ -230,17 +237,8 @@ function trainFlodlGraph(spec, counts) {
   const seconds = (performance.now() - started) / 1000;
   const finalLoss = step.run(batch).item();
   const liveAtEnd = liveTensorCount();
-  step.dispose();
-  optimizer.dispose();
-  model.dispose();
-  inputs.dispose();
-  labels.dispose();
-  if (liveAtEnd !== liveAtStart || liveTensorCount() !== liveBefore) {
-    fail(
-      `${spec.name} (CUDA graph): live tensors moved (${liveAtStart} → ${liveAtEnd} over the timed steps, ` +
-        `${liveBefore} → ${liveTensorCount()} over the run)`,
-    );
-  }
+  disposeAll([step, optimizer, model, inputs, labels]);
+  checkFlat(`${spec.name} (CUDA graph)`, liveBefore, liveAtStart, liveAtEnd);
   // The update is inside the graph: its time is the whole step's.
   return {
     samplesPerSecond: (counts.steps * spec.batch) / seconds,

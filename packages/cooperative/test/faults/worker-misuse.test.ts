@@ -3,6 +3,7 @@
 // method of a finished Worker with arbitrary arguments; `intoWorker()` with bad options. Every
 // one must be a typed FlodlError; none may crash the process or leak a tensor, and the Worker
 // trains on between the bad calls.
+import { SeededDraw } from '@flodl/testing';
 import { describe, expect, it } from 'vitest';
 import {
   FlodlError,
@@ -16,27 +17,6 @@ import {
   Trainer,
   type Worker,
 } from '../../src/index.js';
-
-/** mulberry32: a small seeded generator, so a failing draw can be replayed. */
-class Draw {
-  #state: number;
-  constructor(seed: number) {
-    this.#state = seed >>> 0;
-  }
-  next(): number {
-    this.#state = (this.#state + 0x6d2b79f5) >>> 0;
-    let t = this.#state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  }
-  int(below: number): number {
-    return Math.floor(this.next() * below);
-  }
-  pick<T>(values: readonly T[]): T {
-    return values[this.int(values.length)] as T;
-  }
-}
 
 manualSeed(5);
 const x = randn([16, 4]);
@@ -55,7 +35,7 @@ const builder = () =>
     .progress(false);
 
 /** Anything but the loss tensor. */
-function notLoss(draw: Draw): unknown {
+function notLoss(draw: SeededDraw): unknown {
   return draw.pick([
     undefined,
     null,
@@ -103,7 +83,7 @@ const CALLS = 10_000;
 
 describe('10 000 malformed calls against the cooperative Worker', () => {
   it('each is a typed FlodlError; the Worker trains on between them; nothing leaks', async () => {
-    const draw = new Draw(20_261_202);
+    const draw = new SeededDraw(20_261_202);
     const tensorsBefore = liveTensorCount();
     const untyped = new Set<string>();
     const accepted = new Set<string>();

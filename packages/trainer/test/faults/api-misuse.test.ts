@@ -4,36 +4,17 @@
 // used twice, set after its run started), calls after the run finished. Every one must be a
 // typed FlodlError thrown before anything starts; none may crash the process or leak a tensor,
 // and a real run still trains afterwards.
+
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { mseLoss } from '@flodl/autograd';
 import { Linear, SGD } from '@flodl/nn';
 import { FlodlError, liveTensorCount, manualSeed, randn } from '@flodl/tensor-native';
+import { SeededDraw } from '@flodl/testing';
 import { describe, expect, it } from 'vitest';
 import { TensorDataset } from '../../src/data/index.js';
 import { Trainer, type TrainerBuilder, type TrainerOptions } from '../../src/index.js';
-
-/** mulberry32: a small seeded generator, so a failing draw can be replayed. */
-class Draw {
-  #state: number;
-  constructor(seed: number) {
-    this.#state = seed >>> 0;
-  }
-  next(): number {
-    this.#state = (this.#state + 0x6d2b79f5) >>> 0;
-    let t = this.#state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  }
-  int(below: number): number {
-    return Math.floor(this.next() * below);
-  }
-  pick<T>(values: readonly T[]): T {
-    return values[this.int(values.length)] as T;
-  }
-}
 
 manualSeed(3);
 const x = randn([16, 4]);
@@ -50,7 +31,7 @@ const builder = (): TrainerBuilder<Linear> =>
 /** Values of no type an option takes. */
 const ALIEN = [null, true, {}, [], () => 1, Symbol('bad'), 10n, Number.NaN, 'text'];
 /** Draws a value that is not a positive safe integer. */
-function notPositiveInteger(draw: Draw): unknown {
+function notPositiveInteger(draw: SeededDraw): unknown {
   return draw.pick([
     0,
     -1,
@@ -65,7 +46,7 @@ function notPositiveInteger(draw: Draw): unknown {
   ]);
 }
 /** Draws a value that is not a finite number ≥ 0. */
-function notNonNegative(draw: Draw): unknown {
+function notNonNegative(draw: SeededDraw): unknown {
   return draw.pick([
     -1,
     -draw.next() - 1e-9,
@@ -75,15 +56,15 @@ function notNonNegative(draw: Draw): unknown {
     ...ALIEN,
   ]);
 }
-function notFunction(draw: Draw): unknown {
+function notFunction(draw: SeededDraw): unknown {
   return draw.pick([5, 'fn', {}, [], true, null, 10n, Symbol('f')]);
 }
-function notPath(draw: Draw): unknown {
+function notPath(draw: SeededDraw): unknown {
   return draw.pick(['', 5, {}, [], null, true, () => 'path', 10n]);
 }
 
 /** Options set to a bad value: each draws the value and the options it needs around it. */
-type BadOption = (draw: Draw) => Partial<Record<keyof TrainerOptions, unknown>>;
+type BadOption = (draw: SeededDraw) => Partial<Record<keyof TrainerOptions, unknown>>;
 const BAD: Record<string, BadOption> = {
   dataset: (draw) => ({
     dataset: draw.pick([
@@ -217,7 +198,7 @@ const CALLS = 10_000;
 
 describe('10 000 malformed calls against the Trainer', () => {
   it('each is a typed FlodlError before anything starts; the process trains on afterwards', async () => {
-    const draw = new Draw(20_261_201);
+    const draw = new SeededDraw(20_261_201);
     const tensorsBefore = liveTensorCount();
     const escaped: string[] = [];
     const untyped: string[] = [];

@@ -19,8 +19,13 @@ import {
 } from '../../src/index.js';
 
 manualSeed(5);
+// The datasets keep their own handles: the tensors made here are freed at once, so none waits
+// for the collector while the test counts live tensors.
 const x = randn([16, 4]);
-const data = new TensorDataset([x, x.matmul(randn([4, 1]))]);
+const w = randn([4, 1]);
+const y = x.matmul(w);
+const data = new TensorDataset([x, y]);
+for (const tensor of [x, w, y]) tensor.dispose();
 
 const builder = () =>
   Trainer.builder(

@@ -17,9 +17,16 @@ import { TensorDataset } from '../../src/data/index.js';
 import { Trainer, type TrainerBuilder, type TrainerOptions } from '../../src/index.js';
 
 manualSeed(3);
+// The datasets keep their own handles: the tensors made here are freed at once, so none waits
+// for the collector while the test counts live tensors.
 const x = randn([16, 4]);
-const data = new TensorDataset([x, x.matmul(randn([4, 1]))]);
-const tiny = new TensorDataset([randn([2, 4]), randn([2, 1])]);
+const w = randn([4, 1]);
+const y = x.matmul(w);
+const data = new TensorDataset([x, y]);
+const tinyX = randn([2, 4]);
+const tinyY = randn([2, 1]);
+const tiny = new TensorDataset([tinyX, tinyY]);
+for (const tensor of [x, w, y, tinyX, tinyY]) tensor.dispose();
 
 const builder = (): TrainerBuilder<Linear> =>
   Trainer.builder(

@@ -37,12 +37,16 @@ async function finished(config: Record<string, unknown>): Promise<ScriptResult> 
 
 /** A run stopped after its first epoch: its bundle at `savePath`, checked for a mid-epoch cluster save. */
 async function stoppedRun(mode: LaunchMode, savePath: string): Promise<CheckpointMeta> {
-  await finished({ ...base, mode, savePath, stopAfterEpoch: 0 });
+  // The ranks slow down two steps into the second epoch, so the stop sent after the first
+  // epoch's metrics lands mid-epoch on a loaded machine too (fast ranks could end the run first).
+  const slow = { stepDelayMs: [40, 40, 40], stepDelayFrom: SAMPLES / BATCH / 3 + 2 };
+  await finished({ ...base, ...slow, mode, savePath, stopAfterEpoch: 0 });
   const bundle = readCheckpoint(savePath);
   expect(bundle.meta).toMatchObject({ reason: 'stop', mode, worldSize: 3, live: [0, 1, 2], lost: [] });
   // Every rank saved its own optimizer state at the same boundary.
   expect([...bundle.optimizers.keys()].sort()).toEqual([0, 1, 2]);
   expect(bundle.meta.epoch).toBeGreaterThanOrEqual(1);
+  expect(bundle.meta.epoch).toBeLessThan(EPOCHS);
   expect(bundle.meta.elche?.smoothedMsPerBatch.length).toBe(3);
   expect(bundle.meta.globalStep).toBeGreaterThan(0);
   expect(bundle.meta.averagingCount).toBeGreaterThan(0);

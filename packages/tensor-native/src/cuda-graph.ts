@@ -5,6 +5,7 @@ import { shareClassIdentity } from './class-identity.js';
 import { CudaEvent, CudaStream, deviceIndex } from './cuda-streams.js';
 import { FlodlError, invalidArgument } from './errors.js';
 import { cudaDeviceCount, graphs, streams } from './internal/cuda-runtime.js';
+import { beginScope, type Disposable, endScope, tensorsIn } from './scope.js';
 
 /**
  * What CUDA refuses from other threads while a capture runs (PyTorch: `capture_error_mode`):
@@ -68,6 +69,8 @@ export class CudaGraph {
 
   /**
    * Captures the GPU work of `fn` (synchronous) into this graph and returns what `fn` returns.
+   * Like `tidy`, the tensors `fn` makes are freed when the capture ends, except those it returns
+   * or `keep`s (their memory stays reserved by the graph's pool; replays write into it).
    * Work already queued on the current stream is ordered before the capture, and work queued
    * after it waits for it. PyTorch: `with torch.cuda.graph(g, pool, stream):`.
    * @throws FlodlError ERR_CUDA_GRAPH when `fn` did something a graph cannot hold (a host
@@ -123,10 +126,15 @@ export class CudaGraph {
     let failure: unknown;
     let result: T | undefined;
     let began = false;
+    // fn runs in a tidy scope: its temporaries die with the capture (their memory stays
+    // reserved by the graph's pool), and a failed capture leaves none of its tensors behind.
+    const scope = beginScope('CudaGraph.capture');
+    let survivors: Iterable<Disposable> = [];
     try {
       graphs.captureBegin(this.#id, poolOf, mode);
       began = true;
       result = fn();
+      if (!(result instanceof Promise)) survivors = tensorsIn(result);
       if (result instanceof Promise) {
         failure = new FlodlError('ERR_INVALID_ARGUMENT', 'a CUDA graph cannot capture an async function', {
           op,
@@ -145,6 +153,7 @@ export class CudaGraph {
       }
     }
     streams.setCurrent(previous);
+    endScope(scope, failure === undefined ? survivors : []);
     using after = new CudaEvent();
     after.record(stream);
     after.wait(outer);

@@ -2,15 +2,18 @@
 // the CPU and, where there is a GPU, on CUDA.
 import { BatchNorm1d, Linear, type Module } from '@flodl/nn';
 import {
+  aten,
   createProcessGroup,
   cuda,
   type Device,
   distributed,
   liveTensorCount,
   manualSeed,
+  randn,
   type Tensor,
   tidy,
   toBytes,
+  zeros,
 } from '@flodl/tensor-native';
 import { describe, expect, it } from 'vitest';
 import {
@@ -19,6 +22,7 @@ import {
   type HostTensor,
   hostDtype,
   readFloats,
+  releaseCollectiveBuffers,
   snapshotContribution,
   writeFloats,
 } from '../src/averaging/index.js';
@@ -118,6 +122,51 @@ describe.each(DEVICES)('averaging on $device', ({ device, skip }) => {
     expect([runningVar.device, floats(runningVar)]).toEqual([device, [2, 3]]);
   });
 
+  it.skipIf(skip)(
+    'packs scaled tensors into a flat buffer and unpacks a share with its norms, bit for bit',
+    () => {
+      tidy(() => {
+        manualSeed(3);
+        const a = randn([4, 3], { device });
+        const b = randn([3, 5], { device }).t(); // not contiguous: the libtorch path
+        const wide = randn([6], { device, dtype: 'float64' });
+        const flat = zeros([12 + 15], { device });
+        aten.call('averagePack', [a, b], flat, 3);
+        expect(floats(flat)).toEqual([...floats(a.mul(3)), ...floats(b.mul(3))]);
+        const flatWide = zeros([6], { device, dtype: 'float64' });
+        aten.call('averagePack', [wide], flatWide, 0.5);
+        expect(flatWide.equal(wide.mul(0.5))).toBe(true);
+        // Unpack: each tensor := its share / divisor, with [Σ pre², Σ (pre − post)², Σ post²].
+        const pre = [a.clone(), b.clone()];
+        const expected = [
+          flat.narrow(0, 0, 12).view([4, 3]).div(7),
+          flat.narrow(0, 12, 15).view([5, 3]).t().div(7),
+        ];
+        const norms = (aten.call('averageUnpack', [a, b], flat, 7, true) as Tensor).toArray() as number[];
+        expect(a.equal(expected[0] as Tensor)).toBe(true);
+        expect(b.equal(expected[1] as Tensor)).toBe(true);
+        const sq = (values: number[]) => values.reduce((sum, value) => sum + value * value, 0);
+        const before = [...floats(pre[0] as Tensor), ...floats(pre[1] as Tensor)];
+        const after = [...floats(a), ...floats(b)];
+        expect(norms[0]).toBeCloseTo(sq(before), 9);
+        expect(norms[1]).toBeCloseTo(sq(before.map((value, index) => value - (after[index] as number))), 9);
+        expect(norms[2]).toBeCloseTo(sq(after), 9);
+        expect(aten.call('averageUnpack', [wide], flatWide, 2, false)).toBeUndefined();
+        expect(floats(wide)).toEqual(floats(flatWide.div(2)));
+        // A bucket that does not fit its flat buffer is refused before anything is written.
+        expect(() => aten.call('averagePack', [a], flat, 1)).toThrowError(
+          expect.objectContaining({ code: 'ERR_INVALID_ARGUMENT' }),
+        );
+        expect(() => aten.call('averagePack', [a, wide], flat, 1)).toThrowError(
+          expect.objectContaining({ code: 'ERR_INVALID_ARGUMENT' }),
+        );
+        expect(() => aten.call('averageUnpack', [a, b], flat, 0, true)).toThrowError(
+          expect.objectContaining({ code: 'ERR_INVALID_ARGUMENT' }),
+        );
+      });
+    },
+  );
+
   const backend = device === 'cpu' ? 'gloo' : 'nccl';
   it.skipIf(skip || !distributed.isAvailable(backend))(
     `runs the collective path on a one-rank ${backend} group, masses and norms on the device`,
@@ -135,6 +184,11 @@ describe.each(DEVICES)('averaging on $device', ({ device, skip }) => {
       try {
         const before = liveTensorCount();
         const result = collectiveAverage(group, linear, 3);
+        // One flat buffer for the parameters, kept for the next rounds, which add nothing.
+        expect(liveTensorCount()).toBe(before + 1);
+        collectiveAverage(group, linear, 3);
+        expect(liveTensorCount()).toBe(before + 1);
+        releaseCollectiveBuffers(linear);
         expect(liveTensorCount()).toBe(before);
         expect([result.totalMass, result.steppedRanks]).toEqual([3, 1]);
         expect(result.divergence).toBeLessThan(1e-6);

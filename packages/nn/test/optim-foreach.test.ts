@@ -22,7 +22,7 @@ const SHAPES = [[5, 3], [3], [], [2, 4, 2]];
 /** Float64 leaves with the same random start for every call with the same seed. */
 function leaves(seed: number): Tensor[] {
   manualSeed(seed);
-  return SHAPES.map((shape) => keep(tidy(() => randn(shape, { dtype: 'float64' }).requiresGrad_())));
+  return SHAPES.map((shape) => keep(tidy(() => randn(shape, { dtype: 'float64', device: 'cpu' }).requiresGrad_())));
 }
 
 /** The bytes of a float64 tensor, for bit-for-bit comparisons. */
@@ -52,7 +52,7 @@ function expectSameSteps(make: Make, options: object, steps = 12): void {
     tidy(() => {
       SHAPES.forEach((shape, k) => {
         const skip = k === 2 && (step < 2 || step % 3 === 0);
-        const gradient = skip ? null : randn(shape, { dtype: 'float64' });
+        const gradient = skip ? null : randn(shape, { dtype: 'float64', device: 'cpu' });
         foreach[k]!.setGrad(gradient === null ? null : gradient.clone());
         single[k]!.setGrad(gradient === null ? null : gradient.clone());
       });
@@ -134,9 +134,9 @@ describe('the foreach option', () => {
   });
 
   it('keeps the live tensor count flat over foreach steps with momentum', () => {
-    const layer = new Linear(8, 4, { dtype: 'float64' });
+    const layer = new Linear(8, 4, { dtype: 'float64', device: 'cpu' });
     const optimizer = new SGD(layer.parameters(), { lr: 0.01, momentum: 0.9 });
-    const input = keep(randn([16, 8], { dtype: 'float64' }));
+    const input = keep(randn([16, 8], { dtype: 'float64', device: 'cpu' }));
     const step = () =>
       tidy(() => {
         optimizer.zeroGrad();
@@ -228,10 +228,10 @@ describe('zeroGrad in one call', () => {
   });
 
   it('Module.zeroGrad clears every parameter the same way', () => {
-    const layer = new Linear(3, 2);
+    const layer = new Linear(3, 2, { device: 'cpu' });
     tidy(() =>
       layer
-        .forward(randn([4, 3]))
+        .forward(randn([4, 3], { device: 'cpu' }))
         .sum()
         .backward(),
     );
@@ -273,7 +273,7 @@ describe('clipGradNorm_ in two calls', () => {
     tidy(() => {
       SHAPES.forEach((shape, k) => {
         if (k === 1) return; // one parameter without a gradient
-        const gradient = randn(shape, { dtype: 'float64' });
+        const gradient = randn(shape, { dtype: 'float64', device: 'cpu' });
         params[k]!.setGrad(gradient.clone());
         copies[k]!.setGrad(gradient.clone());
       });

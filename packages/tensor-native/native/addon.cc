@@ -22,6 +22,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   flodl::registerLossOps(registry);
   flodl::registerRnnOps(registry);
   flodl::registerOptimOps(registry);
+  flodl::registerAveragingOps(registry);
   flodl::registerCudaOps(registry);
   flodl::registerDistributedOps(registry);
   return exports;

@@ -86,6 +86,7 @@ void registerNnOps(Registry& registry);
 void registerLossOps(Registry& registry);
 void registerRnnOps(Registry& registry);
 void registerOptimOps(Registry& registry);
+void registerAveragingOps(Registry& registry);
 void registerCudaOps(Registry& registry);
 void registerDistributedOps(Registry& registry);
 

@@ -14,6 +14,13 @@
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+#include <ATen/cuda/CUDAGeneratorImpl.h>
+#include <mutex>
+// Graph-safe generator states (libtorch 2.4+): a failed capture can put the default CUDA
+// generator back as it was (libtorch leaves it capturing when capture_end throws).
+#define FLODL_GRAPHSAFE_RNG 1
+#endif
 #endif
 
 namespace flodl {
@@ -25,6 +32,10 @@ struct CudaObjects {
   std::vector<c10::cuda::CUDAStream> streams;
   std::vector<std::unique_ptr<at::cuda::CUDAEvent>> events;
   std::vector<std::unique_ptr<at::cuda::CUDAGraph>> graphs;
+#ifdef FLODL_GRAPHSAFE_RNG
+  // Per graph: the default generator's state before its capture began (and its device).
+  std::vector<std::pair<c10::intrusive_ptr<c10::GeneratorImpl>, c10::DeviceIndex>> rngBefore;
+#endif
 };
 
 CudaObjects& objects(Call& c) {
@@ -138,6 +149,9 @@ at::cuda::CUDAGraph& graphAt(Call& c, size_t i) {
 // graphCreate() -> id
 FLODL_OP(graphCreate) {
   objects(c).graphs.push_back(std::make_unique<at::cuda::CUDAGraph>());
+#ifdef FLODL_GRAPHSAFE_RNG
+  objects(c).rngBefore.resize(objects(c).graphs.size());
+#endif
   return Napi::Number::New(c.env, static_cast<double>(objects(c).graphs.size() - 1));
 }
 
@@ -151,6 +165,15 @@ FLODL_OP(graphCaptureBegin) {
   if (poolOf >= 0) pool = graphAt(c, 1).pool();
   const int64_t mode = c.integer(2);
   if (mode < 0 || mode > 2) c.invalid(2, "a capture mode in [0, 2]");
+#ifdef FLODL_GRAPHSAFE_RNG
+  {
+    const c10::DeviceIndex device = c10::cuda::current_device();
+    at::Generator generator = at::cuda::detail::getDefaultCUDAGenerator(device);
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    auto* impl = at::check_generator<at::CUDAGeneratorImpl>(generator);
+    objects(c).rngBefore[static_cast<size_t>(c.integer(0))] = {impl->clone()->graphsafe_get_state(), device};
+  }
+#endif
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
   const auto captureMode = mode == 0   ? cudaStreamCaptureModeGlobal
                            : mode == 1 ? cudaStreamCaptureModeThreadLocal
@@ -163,8 +186,28 @@ FLODL_OP(graphCaptureBegin) {
   return c.undefined();
 }
 
+// graphCaptureEnd(graph): ends the capture. When libtorch refuses it (an invalidated capture),
+// the default generator gets its state from before the capture back, so random ops outside a
+// capture work again.
 FLODL_OP(graphCaptureEnd) {
-  graphAt(c, 0).capture_end();
+  auto& graph = graphAt(c, 0);
+#ifdef FLODL_GRAPHSAFE_RNG
+  auto& saved = objects(c).rngBefore[static_cast<size_t>(c.integer(0))];
+  try {
+    graph.capture_end();
+  } catch (...) {
+    if (saved.first) {
+      at::Generator generator = at::cuda::detail::getDefaultCUDAGenerator(saved.second);
+      std::lock_guard<std::mutex> lock(generator.mutex());
+      at::check_generator<at::CUDAGeneratorImpl>(generator)->graphsafe_set_state(saved.first);
+    }
+    saved = {};
+    throw;
+  }
+  saved = {};
+#else
+  graph.capture_end();
+#endif
   return c.undefined();
 }
 

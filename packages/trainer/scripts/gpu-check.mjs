@@ -318,10 +318,15 @@ if (device !== 'cpu') {
     for await (const plan of worker.plans()) {
       for await (const _batch of worker.batches(plan)) {
         if (!refused) {
+          // An eager loss: refused under cudaGraph, and freed here with its autograd graph (a
+          // graph kept alive across the capture makes libtorch warn about its streams).
+          const eager = tidy(() => tierStep(worker.model, _batch));
           try {
-            await worker.step(tierStep(worker.model, _batch));
+            await worker.step(eager);
           } catch (error) {
             refused = error.code === 'ERR_INVALID_ARGUMENT';
+          } finally {
+            eager.dispose();
           }
         }
         losses.push((await worker.trainStep()).loss);

@@ -1,4 +1,6 @@
 // averaging: the mass law over tensors (host root and collective paths) and EASGD.
+
+export { type CollectiveResult, collectiveAverage, releaseCollectiveBuffers } from './collective.js';
 export {
   bufferWeight,
   checkAlpha,
@@ -17,8 +19,6 @@ export {
   applyConsensus,
   averagedState,
   BUFFER_PREFIX,
-  type CollectiveResult,
-  collectiveAverage,
   hostDtype,
   PARAM_PREFIX,
   snapshotContribution,

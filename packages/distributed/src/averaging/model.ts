@@ -5,16 +5,13 @@ import {
   type Device,
   type DType,
   fromBytes,
-  fromData,
   invalidArgument,
   isFloatingPoint,
-  type ProcessGroup,
-  stack,
   type Tensor,
   tidy,
 } from '@flodl/tensor-native';
 import type { OutgoingTensor } from '../wire/data-channel.js';
-import { bufferWeight, checkAlpha, type HostTensor } from './host.js';
+import { checkAlpha, type HostTensor } from './host.js';
 
 /** Name prefixes of the averaged state on the wire. */
 export const PARAM_PREFIX = 'p:';
@@ -32,83 +29,6 @@ export function averagedState(model: Module): AveragedState {
     params: [...model.namedParameters()].filter(([, tensor]) => isFloatingPoint(tensor.dtype)),
     buffers: [...model.namedBuffers()].filter(([, tensor]) => isFloatingPoint(tensor.dtype)),
   };
-}
-
-/** What one collective averaging did on this rank. */
-export interface CollectiveResult {
-  /** Σ mass of the ranks' parameters (the one divisor). */
-  totalMass: number;
-  /** Ranks that stepped (the buffers' divisor). */
-  steppedRanks: number;
-  /** ‖pre − post‖ / ‖post‖ of the parameters. */
-  divergence: number;
-  preNorm: number;
-  postNorm: number;
-}
-
-/**
- * Mass-law averaging through a process group (NcclSync / NcclCadence; Gloo on CPU): every rank
- * pre-scales its parameters by its `mass` and its float buffers by 1 if it stepped, one
- * allReduce SUM carries the scaled tensors and one the masses, then each rank divides once.
- * Every rank ends with the same bits. A round where no rank has mass changes nothing.
- *
- * Works where the model lives: on CUDA the masses travel on the parameters' GPU (an nccl
- * group reduces only tensors on its device), and the divergence norms are summed there in
- * float64, so the host reads two small tensors per round (the masses and three norms).
- *
- * @example collectiveAverage(group, model, windowMass(stepsSinceAverage, gamma));
- */
-export function collectiveAverage(group: ProcessGroup, model: Module, mass: number): CollectiveResult {
-  if (!(mass >= 0 && Number.isFinite(mass)))
-    throw invalidArgument('collectiveAverage', 'mass', 'a finite number >= 0', mass);
-  const { params, buffers } = averagedState(model);
-  const device = params[0]?.[1].device ?? buffers[0]?.[1].device ?? group.device;
-  return noGrad(() =>
-    tidy(() => {
-      const weight = mass > 0 ? bufferWeight(1) : 0;
-      const scaledParams = params.map(([, tensor]) => tensor.mul(mass));
-      const scaledBuffers = buffers.map(([, tensor]) => tensor.mul(weight));
-      const masses = fromData([mass, weight], [2], { dtype: 'float64', device });
-      group.allReduce([...scaledParams, ...scaledBuffers], { op: 'sum' });
-      group.allReduce(masses, { op: 'sum' });
-      const [totalMass, steppedRanks] = masses.toArray() as [number, number];
-      let norms: [number, number, number] = [0, 0, 0];
-      if (totalMass > 0 && params.length > 0) {
-        // [‖pre‖², ‖pre − post‖², ‖post‖²] per parameter, summed on the device.
-        const squares = params.map(([, tensor], index) =>
-          tidy(() => {
-            // In place where the values are not needed again: the reduced copy becomes the
-            // average, and the parameter holds pre − post just before it is overwritten.
-            const average = (scaledParams[index] as Tensor).div_(totalMass);
-            const preSq = squaredNorm(tensor);
-            const postSq = squaredNorm(average);
-            const diffSq = squaredNorm(tensor.sub_(average));
-            tensor.copy_(average);
-            return stack([preSq, diffSq, postSq]);
-          }),
-        );
-        norms = stack(squares).sum(0).toArray() as [number, number, number];
-      }
-      if (steppedRanks > 0) {
-        buffers.forEach(([, tensor], index) => {
-          tensor.copy_((scaledBuffers[index] as Tensor).div_(steppedRanks));
-        });
-      }
-      const [preSq, diffSq, postSq] = norms;
-      const postNorm = Math.sqrt(postSq);
-      return {
-        totalMass,
-        steppedRanks,
-        divergence: postNorm > 0 ? Math.sqrt(diffSq) / postNorm : 0,
-        preNorm: Math.sqrt(preSq),
-        postNorm,
-      };
-    }),
-  );
-}
-
-function squaredNorm(tensor: Tensor): Tensor {
-  return tensor.square().sum(undefined, false, { dtype: 'float64' });
 }
 
 /**

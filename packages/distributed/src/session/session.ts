@@ -7,13 +7,13 @@ import {
   invalidArgument,
   type ProcessGroup,
 } from '@flodl/tensor-native';
-import { type HostTensor, windowMass } from '../averaging/host.js';
 import {
-  applyConsensus,
   type CollectiveResult,
   collectiveAverage,
-  snapshotContribution,
-} from '../averaging/model.js';
+  releaseCollectiveBuffers,
+} from '../averaging/collective.js';
+import { type HostTensor, windowMass } from '../averaging/host.js';
+import { applyConsensus, snapshotContribution } from '../averaging/model.js';
 import { LAUNCH_MODES, type LaunchMode } from '../launcher/options.js';
 import { RankClient } from '../rank/client.js';
 import { ControlClient } from '../wire/client.js';
@@ -325,6 +325,7 @@ export class DistributedSession {
     } finally {
       this.data?.close();
       this.#group?.destroy();
+      releaseCollectiveBuffers(this.model);
       await this.control.close();
     }
   }

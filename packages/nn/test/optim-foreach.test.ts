@@ -22,7 +22,9 @@ const SHAPES = [[5, 3], [3], [], [2, 4, 2]];
 /** Float64 leaves with the same random start for every call with the same seed. */
 function leaves(seed: number): Tensor[] {
   manualSeed(seed);
-  return SHAPES.map((shape) => keep(tidy(() => randn(shape, { dtype: 'float64', device: 'cpu' }).requiresGrad_())));
+  return SHAPES.map((shape) =>
+    keep(tidy(() => randn(shape, { dtype: 'float64', device: 'cpu' }).requiresGrad_())),
+  );
 }
 
 /** The bytes of a float64 tensor, for bit-for-bit comparisons. */

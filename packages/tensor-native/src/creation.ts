@@ -3,7 +3,7 @@ import { type Device, deviceCode, optionDeviceCode } from './device.js';
 import { type DType, parseDType } from './dtype.js';
 import { FlodlError, invalidArgument } from './errors.js';
 import { dtypeCode } from './internal/codes.js';
-import { call } from './internal/methods.js';
+import { call, callInPlace } from './internal/methods.js';
 import { nativeOps } from './internal/native-ops.js';
 import {
   checkInt,
@@ -37,6 +37,7 @@ const native = nativeOps(
   'randintLike',
   'fromBytes',
   'toBytes',
+  'assignFromBytes',
 );
 
 export type { TensorData, TensorOptions } from './tensor.js';
@@ -340,6 +341,34 @@ export function fromBytes(
   const code = dtypeCode(parseDType('fromBytes', dtype));
   const device = optionDeviceCode('fromBytes', options.device);
   return call('fromBytes', {}, () => native.fromBytes(bytes, dims, code, device));
+}
+
+/**
+ * Writes raw little-endian element bytes of `dtype` (the target's shape, row-major) into
+ * `target` in place, cast to its dtype and copied to its device in the same pass, without a
+ * tensor in between; with `lerp: α`, blends instead: `target := (1 − α)·target + α·values`.
+ * Not recorded by autograd (a parameter can be the target). Returns `target`.
+ *
+ * @example copyFromBytes_(param, consensus.bytes, 'float32')
+ * @throws FlodlError ERR_SHAPE when the byte count does not match the target's element count ×
+ *   the dtype's size; ERR_INVALID_ARGUMENT for bad arguments
+ */
+export function copyFromBytes_<T extends Tensor>(
+  target: T,
+  bytes: Uint8Array,
+  dtype: DType,
+  options: { lerp?: number } = {},
+): T {
+  const op = 'copyFromBytes_';
+  if (!(target instanceof Tensor)) throw invalidArgument(op, 'target', 'a Tensor', target);
+  if (!(bytes instanceof Uint8Array)) throw invalidArgument(op, 'bytes', 'a Uint8Array', bytes);
+  checkOptions(op, options, ['lerp']);
+  const alpha = options.lerp;
+  if (alpha !== undefined && !(typeof alpha === 'number' && Number.isFinite(alpha)))
+    throw invalidArgument(op, 'lerp', 'a finite number', alpha);
+  const code = dtypeCode(parseDType(op, dtype));
+  callInPlace(op, target, {}, () => native.assignFromBytes(target._h, bytes, code, alpha));
+  return target;
 }
 
 /** The raw little-endian element bytes of a tensor (row-major), copied to the CPU. */

@@ -16,6 +16,7 @@ export { backends, type CudnnBackend, type MatmulBackend } from './backends.js';
 export { shareClassIdentity } from './class-identity.js';
 export {
   arange,
+  copyFromBytes_,
   empty,
   emptyLike,
   eye,

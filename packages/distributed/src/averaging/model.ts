@@ -2,9 +2,9 @@ import { noGrad } from '@flodl/autograd';
 import type { Module } from '@flodl/nn';
 import {
   CudaStream,
+  copyFromBytes_,
   type Device,
   type DType,
-  fromBytes,
   invalidArgument,
   isFloatingPoint,
   type Tensor,
@@ -137,11 +137,9 @@ export function applyConsensus(
             entry.shape,
           );
         }
-        const value = fromBytes(entry.bytes, entry.shape, entry.dtype, { device: target.device }).to({
-          dtype: target.dtype,
-        });
-        if (alpha !== undefined && entry.name.startsWith(PARAM_PREFIX)) target.lerp_(value, alpha);
-        else target.copy_(value);
+        // Straight from the received bytes into the tensor: cast and device copy in one pass.
+        const blend = alpha !== undefined && entry.name.startsWith(PARAM_PREFIX);
+        copyFromBytes_(target, entry.bytes, entry.dtype, blend ? { lerp: alpha } : {});
       }
     }),
   );

@@ -1,0 +1,82 @@
+// Raw element bytes in and out: fromBytes/toBytes, and copyFromBytes_ writing them into an
+// existing tensor (cast, device copy and lerp in one call).
+import { describe, expect, it } from 'vitest';
+import {
+  arange,
+  copyFromBytes_,
+  cuda,
+  type Device,
+  fromBytes,
+  liveTensorCount,
+  tidy,
+  toBytes,
+  zeros,
+} from '../src/index.js';
+
+const DEVICES: { device: Device; skip: boolean }[] = [
+  { device: 'cpu', skip: false },
+  { device: 'cuda:0', skip: !cuda.isAvailable() },
+];
+const float32Bytes = (values: number[]) => new Uint8Array(new Float32Array(values).buffer);
+const code = (code: string) => expect.objectContaining({ code });
+
+describe.each(DEVICES)('bytes on $device', ({ device, skip }) => {
+  it.skipIf(skip)('fromBytes and toBytes round-trip the element bytes', () =>
+    tidy(() => {
+      const bytes = float32Bytes([1, 2.5, -3, 4]);
+      const tensor = fromBytes(bytes, [2, 2], 'float32', { device });
+      expect(tensor.device).toBe(device);
+      expect(Array.from(toBytes(tensor))).toEqual(Array.from(bytes));
+    }),
+  );
+
+  it.skipIf(skip)('copyFromBytes_ writes, casts and blends in place', () => {
+    const before = liveTensorCount();
+    tidy(() => {
+      const target = zeros([2, 2], { dtype: 'float64', device });
+      expect(copyFromBytes_(target, float32Bytes([1, 2.5, -3, 4]), 'float32')).toBe(target);
+      expect([target.dtype, target.device]).toEqual(['float64', device]);
+      expect(target.toArray()).toEqual([
+        [1, 2.5],
+        [-3, 4],
+      ]);
+      // lerp: (1 − α)·target + α·values.
+      copyFromBytes_(target, float32Bytes([3, 2.5, -1, 0]), 'float32', { lerp: 0.5 });
+      expect(target.toArray()).toEqual([
+        [2, 2.5],
+        [-2, 2],
+      ]);
+      // A strided target gets the values in its logical (row-major) order.
+      const base = zeros([2, 2], { device });
+      copyFromBytes_(base.t(), float32Bytes([1, 2, 3, 4]), 'float32');
+      expect(base.toArray()).toEqual([
+        [1, 3],
+        [2, 4],
+      ]);
+      // A parameter is written without autograd recording it.
+      const leaf = arange(0, 4, 1, { dtype: 'float32', device }).requiresGrad_();
+      copyFromBytes_(leaf, float32Bytes([9, 9, 9, 9]), 'float32');
+      expect([leaf.isLeaf, leaf.requiresGrad, leaf.toArray()]).toEqual([true, true, [9, 9, 9, 9]]);
+    });
+    expect(liveTensorCount()).toBe(before);
+  });
+
+  it.skipIf(skip)(
+    'copyFromBytes_ refuses a wrong byte count and bad arguments, leaving the target as it was',
+    () =>
+      tidy(() => {
+        const target = zeros([3], { device });
+        expect(() => copyFromBytes_(target, float32Bytes([1, 2]), 'float32')).toThrowError(code('ERR_SHAPE'));
+        expect(() => copyFromBytes_(target, [1, 2, 3] as never, 'float32')).toThrowError(
+          code('ERR_INVALID_ARGUMENT'),
+        );
+        expect(() =>
+          copyFromBytes_(target, float32Bytes([1, 2, 3]), 'float32', { lerp: Number.NaN }),
+        ).toThrowError(code('ERR_INVALID_ARGUMENT'));
+        expect(() =>
+          copyFromBytes_(target, float32Bytes([1, 2, 3]), 'float32', { alpha: 1 } as never),
+        ).toThrowError(code('ERR_INVALID_ARGUMENT'));
+        expect(target.toArray()).toEqual([0, 0, 0]);
+      }),
+  );
+});

@@ -3,6 +3,7 @@ import { fromBytes, manualSeed, toBytes } from '@flodl/tensor-native';
 import { describe, expect, it } from 'vitest';
 import {
   applyConsensus,
+  ConsensusBuffers,
   easgdBlendHost,
   type HostTensor,
   MassAccumulator,
@@ -58,6 +59,28 @@ describe('mass-law averaging', () => {
       [8 / 3, 4 / 3, 2 / 3].map(Math.fround),
     );
     expect(root.accepted).toEqual([0, 1, 2]);
+  });
+
+  it('writes into a kept buffer set round after round, the same values as fresh buffers', () => {
+    const round = (scale: number) => {
+      const root = new MassAccumulator();
+      root.add(0, [prescaleHost(host('p:w', [1 * scale, 2, -4]), windowMass(3))]);
+      root.add(1, [prescaleHost(host('p:w', [5, 6 * scale, 4]), windowMass(1))]);
+      return root;
+    };
+    const buffers = new ConsensusBuffers();
+    const first = round(1).average(buffers);
+    const firstBytes = first[0]!.bytes;
+    expect(values(first[0])).toEqual(values(round(1).average()[0]));
+    // The next round writes the same memory: the earlier consensus now reads the new values.
+    const second = round(3).average(buffers);
+    expect(second[0]!.bytes.buffer).toBe(firstBytes.buffer);
+    expect(values(second[0])).toEqual(values(round(3).average()[0]));
+    expect(values(first[0])).toEqual(values(second[0]));
+    // Another length gets a buffer of its own.
+    const other = new MassAccumulator();
+    other.add(0, [prescaleHost(host('p:w', [1, 2]), windowMass(1))]);
+    expect(other.average(buffers)[0]!.bytes.buffer).not.toBe(firstBytes.buffer);
   });
 
   it('divides by the mass of exactly the accepted contributions (a zero-step rank enters neither)', () => {

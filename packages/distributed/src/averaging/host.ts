@@ -164,20 +164,44 @@ export class MassAccumulator {
 
   /**
    * The consensus: per tensor Σ(m·W) / Σ m (one division); tensors nobody weighted are left out.
+   * With `into`, each tensor's values are written into that set's buffer for its name (made on
+   * first use, reused while its length and dtype stay the same), so a root that keeps a set
+   * per round in flight writes no fresh memory per round; the consensus then shares those
+   * buffers until they are written again.
    */
-  average(): HostTensor[] {
+  average(into?: ConsensusBuffers): HostTensor[] {
     const out: HostTensor[] = [];
     for (const [name, slot] of this.#slots) {
       if (!(slot.mass > 0)) continue;
+      const target = into?.take(name, slot.dtype === 'float64' ? 'float64' : 'float32', slot.length);
       out.push({
         name,
         dtype: slot.dtype,
         shape: slot.shape,
         mass: slot.mass,
-        bytes: new Uint8Array(foldPending(slot, slot.mass).buffer),
+        bytes: new Uint8Array(foldPending(slot, slot.mass, target).buffer),
       });
     }
     return out;
+  }
+}
+
+/**
+ * Output buffers for {@link MassAccumulator.average}, one per tensor name, kept from round to
+ * round. A consensus written into a set is valid until the set is written again: a root keeps
+ * one set per consensus it still holds or sends.
+ */
+export class ConsensusBuffers {
+  readonly #buffers = new Map<string, Floats>();
+
+  /** The buffer for `name`, made anew when it is missing or of another length or dtype. */
+  take(name: string, dtype: 'float32' | 'float64', length: number): Floats {
+    const held = this.#buffers.get(name);
+    const matches = held?.length === length && (dtype === 'float64') === held instanceof Float64Array;
+    if (held !== undefined && matches) return held;
+    const fresh = dtype === 'float64' ? new Float64Array(length) : new Float32Array(length);
+    this.#buffers.set(name, fresh);
+    return fresh;
   }
 }
 
@@ -190,13 +214,14 @@ type Floats = Float32Array | Float64Array;
  * consensus).
  */
 function foldPending(slot: Slot, mass?: number): Float64Array;
-function foldPending(slot: Slot, mass: number): Floats;
-function foldPending(slot: Slot, mass?: number): Floats {
+function foldPending(slot: Slot, mass: number, into?: Floats): Floats;
+function foldPending(slot: Slot, mass?: number, into?: Floats): Floats {
   const inputs: Floats[] = slot.sum ? [slot.sum, ...slot.pending] : slot.pending;
   const out =
-    mass === undefined || slot.dtype === 'float64'
+    into ??
+    (mass === undefined || slot.dtype === 'float64'
       ? new Float64Array(slot.length)
-      : new Float32Array(slot.length);
+      : new Float32Array(slot.length));
   const divisor = mass ?? 1;
   // Two or three inputs (the usual world sizes) in one loop each; more go block by block.
   if (inputs.length === 1) sum1(out, inputs[0] as Floats, divisor);

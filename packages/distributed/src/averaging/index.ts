@@ -3,6 +3,7 @@
 export { type CollectiveResult, collectiveAverage, releaseCollectiveBuffers } from './collective.js';
 export {
   bufferWeight,
+  ConsensusBuffers,
   checkAlpha,
   easgdBlendHost,
   HOST_AVERAGE_DTYPES,

@@ -2,7 +2,7 @@ import { FlodlError } from '@flodl/tensor-native';
 import type { LaunchMode } from '../launcher/options.js';
 import { isCollectiveMode } from '../session/session.js';
 import type { ControlServer } from '../wire/server.js';
-import { foldRound, sendConsensus } from './host-reduce.js';
+import { ConsensusPool, foldRound, sendConsensus } from './host-reduce.js';
 import type { HostRound } from './host-round.js';
 import { JoinRule } from './join-rule.js';
 
@@ -50,6 +50,7 @@ export class AveragingHost {
   #shutdown = false;
   #formed = false;
   readonly #everySteps: number;
+  readonly #consensusPool = new ConsensusPool();
 
   private constructor(
     readonly server: ControlServer,
@@ -136,14 +137,23 @@ export class AveragingHost {
     // trail the data channel): the next trigger must see the windows these snapshots closed.
     const round = this.#round;
     if (round && round.pending.size > 0) await new Promise<void>((resolve) => (round.ready = resolve));
-    const { consensus, masses, totalMass } = foldRound(
-      'AveragingHost',
-      this.server,
-      version,
-      ranks,
-      new Map(received.map(({ rank, contribution }) => [rank, contribution])),
-    );
-    await sendConsensus(this.server, ranks, version, consensus);
+    // Written into a buffer set of its own, given back once the consensus is sent.
+    const buffers = this.#consensusPool.acquire();
+    let folded: ReturnType<typeof foldRound>;
+    try {
+      folded = foldRound(
+        'AveragingHost',
+        this.server,
+        version,
+        ranks,
+        new Map(received.map(({ rank, contribution }) => [rank, contribution])),
+        buffers,
+      );
+      await sendConsensus(this.server, ranks, version, folded.consensus);
+    } finally {
+      this.#consensusPool.release(buffers);
+    }
+    const { masses, totalMass } = folded;
     for (const rank of ranks) await this.server.send(rank, { type: 'Update', version });
     this.#endRound(ranks, masses, totalMass);
   }

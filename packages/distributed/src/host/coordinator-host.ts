@@ -1,5 +1,5 @@
 import { FlodlError } from '@flodl/tensor-native';
-import type { HostTensor } from '../averaging/host.js';
+import type { ConsensusBuffers, HostTensor } from '../averaging/host.js';
 import type { Clock } from '../coordinator/clock.js';
 import { ClusterCoordinator } from '../coordinator/coordinator.js';
 import type { CoordinatorOptions } from '../coordinator/coordinator-config.js';
@@ -20,7 +20,7 @@ import { BOOTSTRAP_CAPABILITY } from '../wire/handshake.js';
 import { DEFAULT_LIVENESS_MS } from '../wire/liveness.js';
 import type { CoordinatorMessage, Hello } from '../wire/messages.js';
 import type { ControlServer } from '../wire/server.js';
-import { foldRound, sendConsensus } from './host-reduce.js';
+import { ConsensusPool, foldRound, sendConsensus } from './host-reduce.js';
 import type { HostRound } from './host-round.js';
 import { JoinRule } from './join-rule.js';
 import { coordinatorOptionsFor, runSettingsOf } from './run-settings.js';
@@ -129,6 +129,8 @@ export class CoordinatorHost {
   readonly exits: RankExitEvent[] = [];
   /** Host modes: the consensus of the last completed round (names `p:i` / `b:j`, parameter order). */
   lastConsensus: readonly HostTensor[] | undefined;
+  #lastConsensusBuffers: ConsensusBuffers | undefined;
+  readonly #consensusPool = new ConsensusPool();
   readonly #joins: JoinRule;
   #chains = new Map<number, Promise<void>>();
   #reduce: HostReduce | undefined;
@@ -487,19 +489,29 @@ export class CoordinatorHost {
 
   async #completeReduce(reduce: HostReduce): Promise<void> {
     const accepted = [...reduce.members].sort((left, right) => left - right);
-    const { consensus, masses, totalMass } = foldRound(
-      'CoordinatorHost',
-      this.server,
-      reduce.version,
-      accepted,
-      reduce.received,
-    );
-    // The consensus goes out on the data channels before the coordinator's Update; a rank
-    // dying now is the coordinator's to declare (its Update is never sent).
-    await sendConsensus(this.server, accepted, reduce.version, consensus);
+    // The consensus is written into a buffer set that neither the last consensus nor a round
+    // still sending uses; it is given back once a later consensus replaces this one.
+    const buffers = this.#consensusPool.acquire();
+    let folded: ReturnType<typeof foldRound>;
+    try {
+      folded = foldRound('CoordinatorHost', this.server, reduce.version, accepted, reduce.received, buffers);
+      // The consensus goes out on the data channels before the coordinator's Update; a rank
+      // dying now is the coordinator's to declare (its Update is never sent).
+      await sendConsensus(this.server, accepted, reduce.version, folded.consensus);
+    } catch (error) {
+      this.#consensusPool.release(buffers);
+      throw error;
+    }
+    const { consensus, masses, totalMass } = folded;
     if (this.#reduce === reduce) this.#reduce = undefined;
     // A round nobody trained in leaves the replicas, and so the last consensus, as they were.
-    if (totalMass > 0) this.lastConsensus = consensus;
+    if (totalMass > 0) {
+      this.lastConsensus = consensus;
+      if (this.#lastConsensusBuffers) this.#consensusPool.release(this.#lastConsensusBuffers);
+      this.#lastConsensusBuffers = buffers;
+    } else {
+      this.#consensusPool.release(buffers);
+    }
     if (reduce.abandoned) return;
     const round: HostRound = {
       version: reduce.version,

@@ -2,7 +2,7 @@
 // contributions (the mass law: one division by the summed mass of exactly the accepted ones),
 // hand their buffers back for the next round, and ship the consensus on the data channels.
 import { FlodlError, invalidArgument } from '@flodl/tensor-native';
-import { type HostTensor, MassAccumulator } from '../averaging/host.js';
+import { ConsensusBuffers, type HostTensor, MassAccumulator } from '../averaging/host.js';
 import type { ReceivedContribution } from '../wire/data-channel.js';
 import type { ControlServer } from '../wire/server.js';
 
@@ -17,7 +17,8 @@ export interface FoldedRound {
 
 /**
  * Folds the contributions of `accepted` (in that order) into the consensus of round
- * `version`, then lends their buffers back to each rank's data channel.
+ * `version` (written into `into`'s buffers when given), then lends their buffers back to each
+ * rank's data channel.
  *
  * A round in which no accepted rank trained (every mass 0: the only rank that stepped died
  * while the round was in flight) has nothing to average: its consensus is one tensor of mass
@@ -32,6 +33,7 @@ export function foldRound(
   version: number,
   accepted: readonly number[],
   received: ReadonlyMap<number, ReceivedContribution>,
+  into?: ConsensusBuffers,
 ): FoldedRound {
   const root = new MassAccumulator();
   const masses: Record<number, number> = {};
@@ -52,7 +54,7 @@ export function foldRound(
     masses[rank] = contribution.tensors.find((tensor) => tensor.name.startsWith('p:'))?.mass ?? 0;
   }
   if (accepted.length === 0) throw invalidArgument(op, 'accepted', 'at least one rank', accepted);
-  const average = root.average();
+  const average = root.average(into);
   const consensus = average.length > 0 ? average : [untrainedMarker(received.get(accepted[0]!)!)];
   // Folded: the contributions' buffers receive the next round's (no fresh memory per round).
   for (const rank of accepted)
@@ -72,6 +74,24 @@ function untrainedMarker(contribution: ReceivedContribution): HostTensor {
   );
   const { name, dtype, shape } = smallest;
   return { name, dtype, shape, mass: 0, bytes: new Uint8Array(smallest.bytes.byteLength) };
+}
+
+/**
+ * The consensus buffer sets of a host: one per consensus it still sends or holds, the others
+ * kept for the next round, so steady rounds write no fresh memory.
+ */
+export class ConsensusPool {
+  readonly #free: ConsensusBuffers[] = [];
+
+  /** A set no consensus in use lives in. */
+  acquire(): ConsensusBuffers {
+    return this.#free.pop() ?? new ConsensusBuffers();
+  }
+
+  /** Gives a set back once nothing reads the consensus written into it (one is kept). */
+  release(buffers: ConsensusBuffers): void {
+    if (this.#free.length === 0) this.#free.push(buffers);
+  }
 }
 
 /** Ships `consensus` to each of `ranks` on its data channel (a rank that dies meanwhile is skipped). */

@@ -488,6 +488,7 @@ export {
   checkOptions,
   checkOptionsObject,
   checkPositiveInteger,
+  copyFromBytes_,
   createProcessGroup,
   cuda,
   type Device,

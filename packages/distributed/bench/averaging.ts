@@ -8,7 +8,8 @@ import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { cpus, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { MassAccumulator } from '../src/averaging/index.js';
+import { type ConsensusBuffers, MassAccumulator } from '../src/averaging/index.js';
+import { ConsensusPool } from '../src/host/host-reduce.js';
 import { ControlServer, createRunSecret, type DataChannel } from '../src/wire/index.js';
 import type { RankCollectiveTiming, RankConfig, RankHostTiming } from './averaging-rank.js';
 import { forkTs, loopbackBandwidth, memcpyBandwidth } from './bandwidth.js';
@@ -132,6 +133,9 @@ async function hostRounds(
     await Promise.all(children.map((child) => waitFor(child, 'ready')));
     await allChannels;
     const samples: (HostPhases & { version: number })[] = [];
+    // As CoordinatorHost does: each consensus in a kept buffer set, the last one held.
+    const pool = new ConsensusPool();
+    let held: ConsensusBuffers | undefined;
     for (let version = 1; version <= rounds + 1; version += 1) {
       const start = nowMs();
       const done = children.map((child) =>
@@ -148,13 +152,16 @@ async function hostRounds(
       for (const [index, contribution] of contributions.entries())
         root.add(ordered[index] as number, contribution.tensors);
       const folded = nowMs();
-      const consensus = root.average();
+      const buffers = pool.acquire();
+      const consensus = root.average(buffers);
       const averaged = nowMs();
       // As CoordinatorHost does: the folded contributions' buffers take the next round's.
       for (const [index, contribution] of contributions.entries())
         channels.get(ordered[index] as number)?.recycle(contribution.tensors);
       await Promise.all(ordered.map((rank) => (channels.get(rank) as DataChannel).send(version, consensus)));
       const sentBack = nowMs();
+      if (held) pool.release(held);
+      held = buffers;
       const timings = await Promise.all(done);
       const end = nowMs();
       const slowest = (key: keyof RankHostTiming): number =>

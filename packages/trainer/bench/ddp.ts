@@ -39,13 +39,12 @@ import { parseArgs } from 'node:util';
 import { LAUNCH_MODES, type LaunchMode } from '@flodl/distributed';
 import { distributed } from '@flodl/tensor-native';
 import { FashionMnist } from '../src/data/index.js';
+import { benchArgs } from './cli-args.js';
 import { type Assessed, assess, printReport } from './ddp-report.js';
 import { type RunConfig, type RunResult, runConfig } from './ddp-run.js';
 
-// `pnpm bench:ddp -- --flag` hands the script a leading `--`: drop it.
-const argv = process.argv.slice(2);
 const { values: args } = parseArgs({
-  args: argv[0] === '--' ? argv.slice(1) : argv,
+  args: benchArgs(),
   options: {
     model: { type: 'string', default: 'all' },
     nproc: { type: 'string', default: '2' },

@@ -16,10 +16,12 @@ import { Adam } from '@flodl/nn';
 import { cuda, type Device, manualSeed, setNumThreads } from '@flodl/tensor-native';
 import { type BatchDataset, DataLoader, FashionMnist } from '../src/data/index.js';
 import { Trainer } from '../src/index.js';
+import { benchArgs } from './cli-args.js';
 import { mlp } from './fashion-models.js';
 import { handWrittenEpoch } from './hand-loop.js';
 
 const { values: args } = parseArgs({
+  args: benchArgs(),
   options: {
     samples: { type: 'string', default: '12800' },
     rounds: { type: 'string', default: '5' },

@@ -9,8 +9,10 @@ import { writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { parseArgs } from 'node:util';
 import type { BatchDataset } from '../src/data/index.js';
+import { benchArgs } from './cli-args.js';
 
 const { values: args } = parseArgs({
+  args: benchArgs(),
   options: {
     short: { type: 'string', default: '20' },
     long: { type: 'string', default: '70' },

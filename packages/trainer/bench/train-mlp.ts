@@ -13,9 +13,11 @@ import { crossEntropy } from '@flodl/autograd';
 import { Adam } from '@flodl/nn';
 import { getNumThreads, liveTensorCount, manualSeed, setNumThreads, tidy } from '@flodl/tensor-native';
 import { type Batch, DataLoader, FashionMnist } from '../src/data/index.js';
+import { benchArgs } from './cli-args.js';
 import { mlp } from './fashion-models.js';
 
 const { values: args } = parseArgs({
+  args: benchArgs(),
   options: {
     steps: { type: 'string', default: '200' },
     warmup: { type: 'string', default: '20' },

@@ -8,7 +8,7 @@ import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { cpus, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { type ConsensusBuffers, MassAccumulator } from '../src/averaging/index.js';
+import { MassAccumulator } from '../src/averaging/index.js';
 import { ConsensusPool } from '../src/host/host-reduce.js';
 import { ControlServer, createRunSecret, type DataChannel } from '../src/wire/index.js';
 import type { RankCollectiveTiming, RankConfig, RankHostTiming } from './averaging-rank.js';
@@ -135,7 +135,6 @@ async function hostRounds(
     const samples: (HostPhases & { version: number })[] = [];
     // As CoordinatorHost does: each consensus in a kept buffer set, the last one held.
     const pool = new ConsensusPool();
-    let held: ConsensusBuffers | undefined;
     for (let version = 1; version <= rounds + 1; version += 1) {
       const start = nowMs();
       const done = children.map((child) =>
@@ -160,8 +159,7 @@ async function hostRounds(
         channels.get(ordered[index] as number)?.recycle(contribution.tensors);
       await Promise.all(ordered.map((rank) => (channels.get(rank) as DataChannel).send(version, consensus)));
       const sentBack = nowMs();
-      if (held) pool.release(held);
-      held = buffers;
+      pool.holdLast(buffers);
       const timings = await Promise.all(done);
       const end = nowMs();
       const slowest = (key: keyof RankHostTiming): number =>

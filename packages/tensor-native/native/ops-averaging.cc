@@ -3,8 +3,7 @@
 // and no scatter), and unpacking the reduced buffer: each tensor overwritten by its share
 // divided by the total, with the divergence norms (‖pre‖², ‖pre − post‖², ‖post‖²) summed in
 // float64 on the way. On the CPU both are one loop over the memory (float32 and float64);
-// elsewhere (CUDA, half precisions) they are libtorch ops on the device. And the host path's
-// apply: a received consensus written from its bytes straight into a parameter.
+// elsewhere (CUDA, half precisions) they are libtorch ops on the device.
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 
@@ -136,44 +135,11 @@ FLODL_OP(averageUnpack) {
   return c.result(onDevice.add_(host.to(onDevice.device())));
 }
 
-// assignFromBytes(target, bytes: Uint8Array, dtype, alpha?): target := the values of `bytes`
-// (raw little-endian elements of `dtype`, target's shape), or with alpha target := (1 − α)·target
-// + α·values (lerp). In place, unrecorded; the bytes are read where they are (no intermediate
-// tensor on the CPU), cast to target's dtype and copied to its device as part of the write.
-FLODL_OP(assignFromBytes) {
-  at::Tensor& target = c.tensor(0);
-  if (c.length() < 2 || !c.info[1].IsTypedArray()) c.invalid(1, "a Uint8Array");
-  Napi::TypedArray array = c.info[1].As<Napi::TypedArray>();
-  if (array.TypedArrayType() != napi_uint8_array) c.invalid(1, "a Uint8Array");
-  const at::ScalarType dtype = c.dtype(2);
-  const size_t expected = static_cast<size_t>(target.numel()) * c10::elementSize(dtype);
-  if (array.ByteLength() != expected) {
-    c.state.fail("ERR_SHAPE", c.op,
-                 "got " + std::to_string(array.ByteLength()) + " bytes but the target's shape and the dtype need " +
-                     std::to_string(expected));
-  }
-  const bool blend = !c.isAbsent(3);
-  const double alpha = blend ? c.number(3) : 0.0;
-  at::NoGradGuard noGrad;
-  if (expected == 0) return c.undefined();
-  void* data = static_cast<uint8_t*>(array.ArrayBuffer().Data()) + array.ByteOffset();
-  // A view of the JavaScript bytes, alive for this call only: every use below completes in it
-  // (a copy from pageable host memory is synchronous).
-  const at::Tensor values = at::from_blob(data, target.sizes(), at::TensorOptions().dtype(dtype));
-  if (!blend) {
-    target.copy_(values);
-  } else {
-    target.lerp_(values.to(target.device(), target.scalar_type()), at::Scalar(alpha));
-  }
-  return c.undefined();
-}
-
 }  // namespace
 
 void registerAveragingOps(Registry& r) {
   FLODL_REGISTER(r, averagePack);
   FLODL_REGISTER(r, averageUnpack);
-  FLODL_REGISTER(r, assignFromBytes);
 }
 
 }  // namespace flodl

@@ -1,6 +1,7 @@
 // Lifecycle, metadata, read-out, seeding, threads and the CUDA runtime queries.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/version.h>
 
 #include <algorithm>
@@ -165,11 +166,23 @@ FLODL_OP(fromTypedArray) {
   return c.result(std::move(host));
 }
 
+// Argument i: a Uint8Array of exactly `expected` bytes (ERR_SHAPE naming `need` otherwise) -> its
+// first byte, in JavaScript memory that stays valid for this call.
+uint8_t* bytesArgument(Call& c, size_t i, size_t expected, const char* need) {
+  if (c.length() <= i || !c.info[i].IsTypedArray()) c.invalid(i, "a Uint8Array");
+  Napi::TypedArray array = c.info[i].As<Napi::TypedArray>();
+  if (array.TypedArrayType() != napi_uint8_array) c.invalid(i, "a Uint8Array");
+  if (array.ByteLength() != expected) {
+    c.state.fail("ERR_SHAPE", c.op,
+                 "got " + std::to_string(array.ByteLength()) + " bytes but " + need + " need " +
+                     std::to_string(expected));
+  }
+  return static_cast<uint8_t*>(array.ArrayBuffer().Data()) + array.ByteOffset();
+}
+
 // fromBytes(bytes: Uint8Array, shape, dtype, device): raw little-endian element bytes of any dtype.
 FLODL_OP(fromBytes) {
   if (c.length() < 1 || !c.info[0].IsTypedArray()) c.invalid(0, "a Uint8Array");
-  Napi::TypedArray array = c.info[0].As<Napi::TypedArray>();
-  if (array.TypedArrayType() != napi_uint8_array) c.invalid(0, "a Uint8Array");
   const std::vector<int64_t> shape = c.integers(1);
   const at::ScalarType dtype = c.dtype(2);
   int64_t count = 1;
@@ -178,18 +191,33 @@ FLODL_OP(fromBytes) {
     count *= size;
   }
   const size_t expected = static_cast<size_t>(count) * c10::elementSize(dtype);
-  if (array.ByteLength() != expected) {
-    c.state.fail("ERR_SHAPE", c.op,
-                 "got " + std::to_string(array.ByteLength()) + " bytes but the shape and dtype need " +
-                     std::to_string(expected));
-  }
+  const uint8_t* data = bytesArgument(c, 0, expected, "the shape and dtype");
   at::Tensor host = at::empty(shape, at::TensorOptions().dtype(dtype));
-  if (expected != 0) {
-    std::memcpy(host.data_ptr(), static_cast<const uint8_t*>(array.ArrayBuffer().Data()) + array.ByteOffset(), expected);
-  }
+  if (expected != 0) std::memcpy(host.data_ptr(), data, expected);
   const c10::Device device = c.device(3);
   if (!device.is_cpu()) host = host.to(device);
   return c.result(std::move(host));
+}
+
+// assignFromBytes(target, bytes: Uint8Array, dtype, alpha?): target := the values of `bytes`
+// (raw little-endian elements of `dtype`, target's shape), or with alpha target := (1 − α)·target
+// + α·values (lerp). In place, unrecorded; the bytes are read where they are (no intermediate
+// tensor on the CPU), cast to target's dtype and copied to its device as part of the write.
+FLODL_OP(assignFromBytes) {
+  at::Tensor& target = c.tensor(0);
+  const at::ScalarType dtype = c.dtype(2);
+  const size_t expected = static_cast<size_t>(target.numel()) * c10::elementSize(dtype);
+  uint8_t* data = bytesArgument(c, 1, expected, "the target's shape and the dtype");
+  const bool blend = !c.isAbsent(3);
+  const double alpha = blend ? c.number(3) : 0.0;
+  at::NoGradGuard noGrad;
+  if (expected == 0) return c.undefined();
+  // A view of the JavaScript bytes, alive for this call only: every use below completes in it
+  // (a copy from pageable host memory is synchronous).
+  const at::Tensor values = at::from_blob(data, target.sizes(), at::TensorOptions().dtype(dtype));
+  if (blend) target.lerp_(values.to(target.device(), target.scalar_type()), at::Scalar(alpha));
+  else target.copy_(values);
+  return c.undefined();
 }
 
 // The element bytes of a contiguous CPU tensor, copied into a new Uint8Array.
@@ -465,6 +493,7 @@ void registerRuntimeOps(Registry& r) {
   FLODL_REGISTER(r, toTypedArray);
   FLODL_REGISTER(r, fromTypedArray);
   FLODL_REGISTER(r, fromBytes);
+  FLODL_REGISTER(r, assignFromBytes);
   FLODL_REGISTER(r, toBytes);
   FLODL_REGISTER(r, scalarTensor);
   FLODL_REGISTER(r, to);

@@ -6,6 +6,7 @@ import { dtypeCode } from './internal/codes.js';
 import { call, callInPlace } from './internal/methods.js';
 import { nativeOps } from './internal/native-ops.js';
 import {
+  checkFiniteNumber,
   checkInt,
   checkNonNegativeInteger,
   checkNumber,
@@ -363,9 +364,7 @@ export function copyFromBytes_<T extends Tensor>(
   if (!(target instanceof Tensor)) throw invalidArgument(op, 'target', 'a Tensor', target);
   if (!(bytes instanceof Uint8Array)) throw invalidArgument(op, 'bytes', 'a Uint8Array', bytes);
   checkOptions(op, options, ['lerp']);
-  const alpha = options.lerp;
-  if (alpha !== undefined && !(typeof alpha === 'number' && Number.isFinite(alpha)))
-    throw invalidArgument(op, 'lerp', 'a finite number', alpha);
+  const alpha = options.lerp === undefined ? undefined : checkFiniteNumber(op, 'lerp', options.lerp);
   const code = dtypeCode(parseDType(op, dtype));
   callInPlace(op, target, {}, () => native.assignFromBytes(target._h, bytes, code, alpha));
   return target;

@@ -5,7 +5,7 @@ import { shareClassIdentity } from './class-identity.js';
 import { CudaEvent, CudaStream, deviceIndex } from './cuda-streams.js';
 import { FlodlError, invalidArgument } from './errors.js';
 import { cudaDeviceCount, graphs, streams } from './internal/cuda-runtime.js';
-import { beginScope, type Disposable, endScope, tensorsIn } from './scope.js';
+import { beginScope, collectTensors, type Disposable, endScope } from './scope.js';
 
 /**
  * What CUDA refuses from other threads while a capture runs (PyTorch: `capture_error_mode`):
@@ -134,7 +134,7 @@ export class CudaGraph {
       graphs.captureBegin(this.#id, poolOf, mode);
       began = true;
       result = fn();
-      if (!(result instanceof Promise)) survivors = tensorsIn(result);
+      if (!(result instanceof Promise)) survivors = collectTensors(result);
       if (result instanceof Promise) {
         failure = new FlodlError('ERR_INVALID_ARGUMENT', 'a CUDA graph cannot capture an async function', {
           op,

@@ -183,12 +183,8 @@ export function scopeDepth(): number {
   return stack.length;
 }
 
-/** @internal The tensors `tidy` would keep from a returned value (directly, in arrays, maps and plain objects). */
-export function tensorsIn(value: unknown): Disposable[] {
-  return collectTensors(value);
-}
-
-function collectTensors(value: unknown, found: Disposable[] = [], depth = 0): Disposable[] {
+/** @internal The tensors `tidy` keeps from a returned value (directly, in arrays, maps and plain objects). */
+export function collectTensors(value: unknown, found: Disposable[] = [], depth = 0): Disposable[] {
   if (value === null || typeof value !== 'object' || depth > 8) return found;
   // Proxies and getters may throw on a read: such values hold no tensors we can see.
   try {

@@ -35,12 +35,11 @@ interface Bucket {
   flat: Tensor;
 }
 
-/** A model's buckets, and the tensors (and shapes) they were made for. */
+/** A model's buckets, and the tensors they were made for. */
 interface Plan {
   params: Bucket[];
   buffers: Bucket[];
   tensors: Tensor[];
-  shapes: string[];
 }
 
 const plans = new WeakMap<Module, Plan>();
@@ -117,28 +116,23 @@ export function releaseCollectiveBuffers(model: Module): void {
   for (const bucket of [...plan.params, ...plan.buffers]) bucket.flat.dispose();
 }
 
-/** The model's buckets: the kept ones while its averaged tensors and their shapes are the same. */
+/** The model's buckets: the kept ones while its averaged tensors are the same objects (a Tensor's shape is fixed). */
 function planFor(model: Module): Plan {
   const { params, buffers } = averagedState(model);
   const tensors = [...params, ...buffers].map(([, tensor]) => tensor);
   const previous = plans.get(model);
-  if (previous !== undefined && sameTensors(previous, tensors)) return previous;
+  const same =
+    previous?.tensors.length === tensors.length &&
+    tensors.every((tensor, index) => tensor === previous.tensors[index]);
+  if (previous !== undefined && same) return previous;
   if (previous !== undefined) releaseCollectiveBuffers(model);
   const plan: Plan = {
     params: buckets(params.map(([, tensor]) => tensor)),
     buffers: buckets(buffers.map(([, tensor]) => tensor)),
     tensors,
-    shapes: tensors.map((tensor) => tensor.shape.join(',')),
   };
   plans.set(model, plan);
   return plan;
-}
-
-function sameTensors(plan: Plan, tensors: Tensor[]): boolean {
-  if (plan.tensors.length !== tensors.length) return false;
-  return tensors.every(
-    (tensor, index) => tensor === plan.tensors[index] && tensor.shape.join(',') === plan.shapes[index],
-  );
 }
 
 /** Groups tensors by dtype and device, in their order, each group with a fresh flat buffer. */

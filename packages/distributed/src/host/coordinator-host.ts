@@ -1,5 +1,5 @@
 import { FlodlError } from '@flodl/tensor-native';
-import type { ConsensusBuffers, HostTensor } from '../averaging/host.js';
+import type { HostTensor } from '../averaging/host.js';
 import type { Clock } from '../coordinator/clock.js';
 import { ClusterCoordinator } from '../coordinator/coordinator.js';
 import type { CoordinatorOptions } from '../coordinator/coordinator-config.js';
@@ -129,7 +129,6 @@ export class CoordinatorHost {
   readonly exits: RankExitEvent[] = [];
   /** Host modes: the consensus of the last completed round (names `p:i` / `b:j`, parameter order). */
   lastConsensus: readonly HostTensor[] | undefined;
-  #lastConsensusBuffers: ConsensusBuffers | undefined;
   readonly #consensusPool = new ConsensusPool();
   readonly #joins: JoinRule;
   #chains = new Map<number, Promise<void>>();
@@ -507,8 +506,7 @@ export class CoordinatorHost {
     // A round nobody trained in leaves the replicas, and so the last consensus, as they were.
     if (totalMass > 0) {
       this.lastConsensus = consensus;
-      if (this.#lastConsensusBuffers) this.#consensusPool.release(this.#lastConsensusBuffers);
-      this.#lastConsensusBuffers = buffers;
+      this.#consensusPool.holdLast(buffers);
     } else {
       this.#consensusPool.release(buffers);
     }

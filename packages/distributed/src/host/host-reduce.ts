@@ -77,20 +77,30 @@ function untrainedMarker(contribution: ReceivedContribution): HostTensor {
 }
 
 /**
- * The consensus buffer sets of a host: one per consensus it still sends or holds, the others
- * kept for the next round, so steady rounds write no fresh memory.
+ * The consensus buffer sets of a host: one per consensus it still sends or holds (the last one
+ * among them, with `holdLast`), one more kept for the next round, so steady rounds write no
+ * fresh memory.
  */
 export class ConsensusPool {
-  readonly #free: ConsensusBuffers[] = [];
+  #spare: ConsensusBuffers | undefined;
+  #held: ConsensusBuffers | undefined;
 
   /** A set no consensus in use lives in. */
   acquire(): ConsensusBuffers {
-    return this.#free.pop() ?? new ConsensusBuffers();
+    const buffers = this.#spare ?? new ConsensusBuffers();
+    this.#spare = undefined;
+    return buffers;
   }
 
-  /** Gives a set back once nothing reads the consensus written into it (one is kept). */
+  /** Gives a set back once nothing reads the consensus written into it. */
   release(buffers: ConsensusBuffers): void {
-    if (this.#free.length === 0) this.#free.push(buffers);
+    this.#spare ??= buffers;
+  }
+
+  /** Keeps `buffers` as the set of the consensus the host holds; the one it replaces is given back. */
+  holdLast(buffers: ConsensusBuffers): void {
+    if (this.#held !== undefined) this.release(this.#held);
+    this.#held = buffers;
   }
 }
 

@@ -199,11 +199,11 @@ FLODL_OP(fromBytes) {
   return c.result(std::move(host));
 }
 
-// assignFromBytes(target, bytes: Uint8Array, dtype, alpha?): target := the values of `bytes`
+// copyFromBytes_(target, bytes: Uint8Array, dtype, alpha?): target := the values of `bytes`
 // (raw little-endian elements of `dtype`, target's shape), or with alpha target := (1 − α)·target
 // + α·values (lerp). In place, unrecorded; the bytes are read where they are (no intermediate
 // tensor on the CPU), cast to target's dtype and copied to its device as part of the write.
-FLODL_OP(assignFromBytes) {
+FLODL_OP(copyFromBytes_) {
   at::Tensor& target = c.tensor(0);
   const at::ScalarType dtype = c.dtype(2);
   const size_t expected = static_cast<size_t>(target.numel()) * c10::elementSize(dtype);
@@ -493,7 +493,7 @@ void registerRuntimeOps(Registry& r) {
   FLODL_REGISTER(r, toTypedArray);
   FLODL_REGISTER(r, fromTypedArray);
   FLODL_REGISTER(r, fromBytes);
-  FLODL_REGISTER(r, assignFromBytes);
+  FLODL_REGISTER(r, copyFromBytes_);
   FLODL_REGISTER(r, toBytes);
   FLODL_REGISTER(r, scalarTensor);
   FLODL_REGISTER(r, to);

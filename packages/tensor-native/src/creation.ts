@@ -38,7 +38,7 @@ const native = nativeOps(
   'randintLike',
   'fromBytes',
   'toBytes',
-  'assignFromBytes',
+  'copyFromBytes_',
 );
 
 export type { TensorData, TensorOptions } from './tensor.js';
@@ -366,7 +366,7 @@ export function copyFromBytes_<T extends Tensor>(
   checkOptions(op, options, ['lerp']);
   const alpha = options.lerp === undefined ? undefined : checkFiniteNumber(op, 'lerp', options.lerp);
   const code = dtypeCode(parseDType(op, dtype));
-  callInPlace(op, target, {}, () => native.assignFromBytes(target._h, bytes, code, alpha));
+  callInPlace(op, target, {}, () => native.copyFromBytes_(target._h, bytes, code, alpha));
   return target;
 }
 

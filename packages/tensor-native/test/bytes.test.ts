@@ -67,6 +67,9 @@ describe.each(DEVICES)('bytes on $device', ({ device, skip }) => {
       tidy(() => {
         const target = zeros([3], { device });
         expect(() => copyFromBytes_(target, float32Bytes([1, 2]), 'float32')).toThrowError(code('ERR_SHAPE'));
+        expect(() => copyFromBytes_(target, float32Bytes([1, 2]), 'float32')).toThrowError(
+          /^copyFromBytes_: got 8 bytes/,
+        );
         expect(() => copyFromBytes_(target, [1, 2, 3] as never, 'float32')).toThrowError(
           code('ERR_INVALID_ARGUMENT'),
         );

@@ -73,7 +73,7 @@ export interface NativeBinding {
   randnLike(h: Handle, dtype: DTypeCode, device: Opt<DeviceCode>): Handle;
   fullLike(h: Handle, value: Scalar, dtype: DTypeCode, device: Opt<DeviceCode>): Handle;
   randintLike(h: Handle, low: number, high: number, dtype: DTypeCode, device: Opt<DeviceCode>): Handle;
-  assignFromBytes(target: Handle, bytes: Uint8Array, dtype: DTypeCode, alpha: Opt<number>): void;
+  copyFromBytes_(target: Handle, bytes: Uint8Array, dtype: DTypeCode, alpha: Opt<number>): void;
 
   [unary: string]: any;
 

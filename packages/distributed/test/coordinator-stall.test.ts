@@ -96,7 +96,7 @@ describe('stall suspicion (simulated ranks, fake clock)', () => {
     });
   }
 
-  it('CpuCadence: the survivors train while the stalled rank is suspected, where heartbeats alone freeze them', () => {
+  it('CpuCadence: the survivors finish the stalled rank’s epoch while it is suspected, where heartbeats alone hold it open', () => {
     const suspecting = simulate('CpuCadence');
     const heartbeatOnly = simulate('CpuCadence', {
       stallFactor: 0,
@@ -105,9 +105,16 @@ describe('stall suspicion (simulated ranks, fake clock)', () => {
     // Between the suspicion (≈ stall + 2 s) and the timeout (stall + 6 s).
     const from = STALL_AT_MS + TIMEOUT_MS / 3 + 2 * TICK_MS;
     const to = STALL_AT_MS + TIMEOUT_MS - 100;
-    const trained = survivorSamples(suspecting, from, to);
-    expect(trained).toBeGreaterThan(0);
-    expect(trained).toBeGreaterThan(survivorSamples(heartbeatOnly, from, to));
+    expect(survivorSamples(suspecting, from, to)).toBeGreaterThan(0);
+    // The stalled rank's chunk went to the survivors, so its epoch closed before the timeout.
+    // Heartbeats alone leave that chunk with the stalled rank: the survivors stream one epoch
+    // ahead, and no epoch closes while it lives.
+    const aggregatedBefore = (result: SimulationResult, ms: number) =>
+      result.commands.filter(
+        ({ rank, command, timeMs }) => rank === 0 && command.type === 'EpochAggregated' && timeMs < ms,
+      ).length;
+    expect(aggregatedBefore(suspecting, to)).toBeGreaterThan(0);
+    expect(aggregatedBefore(heartbeatOnly, to)).toBe(0);
     // Without suspicion nothing declares a heartbeating rank dead.
     expect(heartbeatOnly.sim.coordinator.deathRecords()).toEqual([]);
   });

@@ -285,6 +285,24 @@ describe('epochs, metrics and callbacks', () => {
     expect(driver.plans(0)[0]?.epoch).toBe(1);
   });
 
+  it('CpuCadence and CpuAsync stream a rank done with its share into the next epoch; NcclCadence waits', () => {
+    for (const mode of ['CpuCadence', 'CpuAsync', 'NcclCadence'] as const) {
+      const driver = new Driver({
+        worldSize: 2,
+        totalSamples: 1280,
+        batchSize: BATCH,
+        numEpochs: 2,
+        elche: { mode, maxOvershoot: 1000, speedHint: { slowRank: 0, ratio: 8 } },
+      });
+      driver.join();
+      // Rank 1 drains epoch 0's pool while rank 0 still holds its first chunk.
+      while (driver.plans(1)[0]?.epoch === 0) driver.finishChunk(1);
+      expect(driver.coordinator.dispatcher.pool(0)?.remaining()).toBe(0);
+      expect(driver.plans(0)).toHaveLength(1);
+      expect(driver.plans(1).map((plan) => plan.epoch)).toEqual(mode === 'NcclCadence' ? [] : [1]);
+    }
+  });
+
   it('never aggregates epoch N + 1 before epoch N, even when a streamer finishes it first', () => {
     const driver = new Driver({
       worldSize: 2,

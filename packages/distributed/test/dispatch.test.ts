@@ -154,6 +154,25 @@ describe('chunk sizing', () => {
     expect(size).toBeLessThan(35);
   });
 
+  it('balances from the window that would leave less than a round, so no rank takes a remainder alone', () => {
+    // Two equal ranks, windows of 30 and 27 batches, 62 in the pool at the epoch's start: a
+    // window of 30 would leave 32 (less than the 57 of a round), so each gets half.
+    const pair = {
+      ...base,
+      counts: [30, 27],
+      msPerBatch: [20, 20],
+      live: [true, true],
+      inFlightBatches: [0, 0],
+    };
+    const first = chunkBatches({ ...pair, remainingBatches: 62 });
+    expect(first).toBe(31);
+    expect(
+      chunkBatches({ ...pair, rank: 1, remainingBatches: 62 - first, inFlightBatches: [first, 0] }),
+    ).toBe(31);
+    // With more than a window and a round left, a rank still gets its window.
+    expect(chunkBatches({ ...pair, remainingBatches: 87 })).toBe(30);
+  });
+
   it('folds a sub-minimum remainder into the chunk instead of leaving a crumb', () => {
     // One live rank, window 35: a 2-batch remainder would be a crumb, so it rides along.
     expect(chunkBatches({ ...base, rank: 2, live: [false, false, true], remainingBatches: 37 })).toBe(37);
@@ -219,7 +238,7 @@ describe('EpochDispatcher', () => {
     expect(dispatcher.complete(0, 0, 32)).toBe(false);
   });
 
-  it('streams one epoch ahead only when allowed (CpuAsync)', () => {
+  it('streams one epoch ahead only when allowed (CpuCadence, CpuAsync)', () => {
     for (const streamAhead of [false, true]) {
       const dispatcher = make(true, streamAhead);
       const ctx = context({ calibrated: true, counts: [10, 10] });

@@ -99,7 +99,10 @@ export class CoordinatorCore {
       numEpochs: this.config.numEpochs,
       progressive: this.config.progressive,
       minChunkBatches: this.config.minChunkBatches,
-      streamAhead: elche.mode === 'CpuAsync' && this.config.progressive,
+      // The CPU backend's chunked modes stream into the next epoch (floDl): a rank done with
+      // its share goes on instead of waiting for the epoch's last chunk. A collective cannot
+      // (every rank must enter it), nor can Sync's lockstep.
+      streamAhead: this.backend === 'Cpu' && this.policy !== 'Sync' && this.config.progressive,
     });
     // A reduce window must fit in one epoch.
     this.elChe.setMaxTotalBatches(this.dispatcher.epochBatches);

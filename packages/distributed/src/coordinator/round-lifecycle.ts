@@ -188,10 +188,14 @@ function stageCallbackSlack(core: CoordinatorCore): void {
   if (!core.elChe.calibrated || !core.config.progressive) return;
   const epoch = core.dispatcher.activeEpoch;
   const pool = core.dispatcher.pool(epoch);
-  if (!pool || epoch === core.slackEpoch || pool.remaining() === 0) return;
+  if (!pool || epoch === core.slackEpoch) return;
+  // The epoch's batches not yet run, dispatched or not: a tail chunk can hand out the pool's
+  // last samples a window or more before the epoch ends.
+  const left = core.dispatcher.batchesLeft(epoch);
+  if (left === 0) return;
   const live = core.membership.liveMask();
   const window = core.elChe.batchCounts.reduce((sum, count, rank) => sum + (live[rank] ? count : 0), 0);
-  if (pool.remaining() / core.config.batchSize > window) return;
+  if (left > window) return;
   const slack = core.callbacks.slackFor(epoch + 1, live);
   // floDl's floor: only slack worth a batch or two moves a quota.
   const floor = Math.max(0.05 * core.elChe.anchorWallMs(), 100);

@@ -58,8 +58,11 @@ export function chunkCohort(
  *
  * - uncalibrated: the probe size ({@link probeChunkBatches}), so ElChe gets early windows;
  * - calibrated: one window of the rank's schedule, `max(minChunk, counts[rank])`;
- * - tail balance: once the pool holds less than one more round, the chunk is sized to end
- *   with the cohort: `ceil(T · rate_r)` with `T = (pool + others' in-flight) / Σ live rates`;
+ * - tail balance: once that window would leave the pool less than one more round, the chunk
+ *   is sized to end with the cohort: `ceil(T · rate_r)` with
+ *   `T = (pool + others' in-flight) / Σ live rates`. Judged before the window is taken, not
+ *   after: a window that leaves a few batches behind hands them to whichever rank asks next,
+ *   and the others wait for it at the epoch's end;
  * - never below `minChunk` (unless the pool holds less), and a remainder smaller than
  *   `minChunk` is folded into this chunk rather than left as a crumb.
  */
@@ -73,7 +76,9 @@ export function chunkBatches(inputs: ChunkSizingInputs): number {
     size = probeChunkBatches(inputs.totalSamples, Math.max(1, liveRanks.length), inputs.batchSize, minimum);
   } else {
     size = Math.max(minimum, inputs.counts[rank] ?? 0);
-    if (remaining < round) size = Math.min(size, tailShare(inputs, liveRanks));
+    // The tail share may exceed a window: a chunk's end is not a round's (rounds follow the
+    // steps a rank reports), and capping it would leave the remainder to one rank again.
+    if (remaining - size < round) size = tailShare(inputs, liveRanks);
   }
   size = Math.max(minimum, size);
   if (remaining - size < minimum) size = remaining;

@@ -28,7 +28,7 @@ export interface EpochDispatcherOptions {
   /** Chunked dispatch (Cadence/Async); false hands out whole partitions (Sync). */
   readonly progressive: boolean;
   readonly minChunkBatches: number;
-  /** A rank may stream one epoch ahead once the active pool is drained (CpuAsync). */
+  /** A rank may stream one epoch ahead once the active pool is drained (CpuCadence, CpuAsync). */
   readonly streamAhead: boolean;
 }
 
@@ -212,6 +212,20 @@ export class EpochDispatcher {
     return Math.max(0, dispatched - (this.#doneInFlight[rank] ?? 0));
   }
 
+  /**
+   * Batches of `epoch` not yet run: its pool's unassigned batches and what the ranks holding
+   * its chunks have still to run of them (from their batch reports). 0 for an epoch not open.
+   */
+  batchesLeft(epoch: number): number {
+    const pool = this.#pools.get(epoch);
+    if (!pool) return 0;
+    let left = pool.remaining() / this.options.batchSize;
+    // One chunk in flight per rank, so a rank holding one of this pool's runs nothing else.
+    for (let rank = 0; rank < this.options.worldSize; rank++)
+      if (pool.inFlight(rank) > 0) left += this.inFlightBatches(rank);
+    return left;
+  }
+
   /** Batches of in-flight work `rank` has reported running (what a non-progressive death credits). */
   doneInFlightBatches(rank: number): number {
     return Math.min(this.#doneInFlight[rank] ?? 0, this.inFlightSamples(rank) / this.options.batchSize);
@@ -311,7 +325,7 @@ export class EpochDispatcher {
     if (active >= this.options.numEpochs) return undefined;
     const pool = this.#pools.get(active);
     if (pool && pool.remaining() > 0) return active;
-    // Only CpuAsync streams ahead: elsewhere the next epoch opens at aggregation.
+    // Only the CPU backend's chunked modes stream ahead: elsewhere the next epoch opens at aggregation.
     if (!pool || !this.options.streamAhead || active + 1 >= this.options.numEpochs) return undefined;
     const next = this.#pools.get(active + 1);
     if (next && next.remaining() === 0) return undefined;

@@ -149,9 +149,11 @@ describe('chunk sizing', () => {
 
   it('balances the tail so the chunk ends with the rest of the cohort', () => {
     // 40 batches left, others busy for 10 (rank 1) and 0 (rank 2) more: T = 50 / (1/35 + 2/35 + 3.5/35).
+    // The share is ceil(50 · 3.5 / 6.5) = 27; half of it goes out, and the rank returns for the rest.
     const size = chunkBatches({ ...base, rank: 2, remainingBatches: 40, inFlightBatches: [0, 10, 0] });
-    expect(size).toBe(Math.ceil((50 * 3.5) / 6.5));
-    expect(size).toBeLessThan(35);
+    expect(size).toBe(Math.ceil(Math.ceil((50 * 3.5) / 6.5) / 2));
+    // A share under two minimum chunks goes out whole.
+    expect(chunkBatches({ ...base, rank: 2, remainingBatches: 13 })).toBe(7);
   });
 
   it('balances from the window that would leave less than a round, so no rank takes a remainder alone', () => {
@@ -164,11 +166,12 @@ describe('chunk sizing', () => {
       live: [true, true],
       inFlightBatches: [0, 0],
     };
+    // Each share is 31, and half of it (16) goes out first.
     const first = chunkBatches({ ...pair, remainingBatches: 62 });
-    expect(first).toBe(31);
+    expect(first).toBe(16);
     expect(
       chunkBatches({ ...pair, rank: 1, remainingBatches: 62 - first, inFlightBatches: [first, 0] }),
-    ).toBe(31);
+    ).toBe(16);
     // With more than a window and a round left, a rank still gets its window.
     expect(chunkBatches({ ...pair, remainingBatches: 87 })).toBe(30);
   });
@@ -225,14 +228,28 @@ describe('EpochDispatcher', () => {
   it('aggregates epoch N only when all its chunks are reported, in order', () => {
     const dispatcher = make(true);
     const ctx = context({ calibrated: true, counts: [50, 50] });
-    const outstanding: { rank: number; epoch: number; size: number }[] = dispatcher
-      .startEpoch(0, ctx)
-      .map(({ rank, plan }) => ({ rank, epoch: plan.epoch, size: plan.partitionSize }));
-    expect(outstanding.reduce((sum, chunk) => sum + chunk.size, 0)).toBe(3200);
-    dispatcher.complete(0, 0, outstanding[0]!.size);
-    expect(dispatcher.nextAggregatable()).toBeUndefined();
-    dispatcher.complete(1, 0, outstanding[1]!.size);
-    expect(dispatcher.nextAggregatable()).toBe(0);
+    const held = new Map(dispatcher.startEpoch(0, ctx).map(({ rank, plan }) => [rank, plan]));
+    // Both ranks run their chunks and ask for more until the pool is drained.
+    let reported = 0;
+    while (dispatcher.pool(0)!.remaining() > 0) {
+      for (const rank of [0, 1]) {
+        const plan = held.get(rank);
+        if (!plan) continue;
+        dispatcher.complete(rank, 0, plan.partitionSize);
+        reported += plan.partitionSize;
+        held.delete(rank);
+        const next = dispatcher.nextChunk(rank, ctx);
+        if (next) held.set(rank, next);
+      }
+      expect(dispatcher.nextAggregatable()).toBeUndefined();
+    }
+    const last = [...held.entries()];
+    expect(reported + last.reduce((sum, [, plan]) => sum + plan.partitionSize, 0)).toBe(3200);
+    for (const [index, [rank, plan]] of last.entries()) {
+      expect(dispatcher.nextAggregatable()).toBeUndefined();
+      dispatcher.complete(rank, 0, plan.partitionSize);
+      if (index === last.length - 1) expect(dispatcher.nextAggregatable()).toBe(0);
+    }
     dispatcher.markAggregated(0);
     expect(dispatcher.activeEpoch).toBe(1);
     expect(dispatcher.complete(0, 0, 32)).toBe(false);

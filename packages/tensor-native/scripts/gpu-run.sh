@@ -15,6 +15,8 @@
 #                the Fashion-MNIST test split carried in .device/fashion-mnist
 #   ddp          bench:ddp on CPU ranks: the fastest rank alone against two ranks in each
 #                mode, equal and one at half speed (same carried test split)
+#   ddp-gpu      bench:ddp on real devices: a GPU rank beside a CPU rank (the Cpu modes), and
+#                with two or more GPUs one rank on each of two GPUs in every mode
 # With $OUT set, the built addon and each phase's log are left there.
 set -uo pipefail
 root="$(pwd)"
@@ -88,6 +90,24 @@ for phase in "${phases[@]}"; do
               ${OUT:+--json "$OUT/ddp-cnn-${speeds/,/_}.json"} || exit 1
         done) 2>&1 | log ddp || status=1
       else echo "ddp skipped: no .device/fashion-mnist (gpu-pack.sh copies it from Debian's dataset-fashion-mnist)"; fi ;;
+    ddp-gpu)
+      # bench:ddp on real devices against the first GPU alone: cuda:0 beside a 1-thread CPU rank
+      # (host averaging only: NCCL needs every rank on a GPU), then cuda:0 + cuda:1 when lent.
+      if [ -d .device/fashion-mnist ]; then
+        (cd packages/trainer && set -e
+          sets=(cuda:0,cpu)
+          [ "$gpus" -ge 2 ] && sets+=(cuda:0,cuda:1)
+          for devices in "${sets[@]}"; do
+            modes=CpuSync,CpuCadence,CpuAsync
+            [ "$devices" = cuda:0,cuda:1 ] && modes=CpuSync,CpuCadence,CpuAsync,NcclSync,NcclCadence
+            for model in mlp cnn; do
+              node --expose-gc --import tsx bench/ddp.ts --model $model --devices "$devices" --modes $modes \
+                --root "$root/.device/fashion-mnist" --split test --samples 8000 --epochs 20 \
+                ${OUT:+--json "$OUT/ddp-gpu-$model-${devices//[:,]/_}.json"}
+            done
+          done
+          [ "$gpus" -ge 2 ] || echo "ddp-gpu: one GPU here, so no two-GPU run") 2>&1 | log ddp-gpu || status=1
+      else echo "ddp-gpu skipped: no .device/fashion-mnist (gpu-pack.sh copies it from Debian's dataset-fashion-mnist)"; fi ;;
     *) echo "unknown phase $phase"; status=2 ;;
   esac
 done

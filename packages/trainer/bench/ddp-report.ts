@@ -13,7 +13,10 @@ export interface Assessed extends RunResult {
   ratio: number;
   /** The same by wall time (run() to join(), rank start-up included). */
   ratioWall: number;
-  /** What the ranks' speeds allow: Σ speeds / fastest, or for Sync ranks × slowest / fastest. */
+  /**
+   * What the ranks' speeds allow: Σ speeds / fastest, or for Sync ranks × slowest / fastest;
+   * on mixed devices the speeds are the ranks' measured compute rates.
+   */
   ideal: number;
   /** ratio / ideal. */
   efficiency: number;
@@ -27,14 +30,20 @@ export interface Assessed extends RunResult {
 
 /** Compares `run` with `alone` (the fastest rank alone; a run compared with itself has ratio 1). */
 export function assess(run: RunResult, alone: RunResult): Assessed {
-  const fastest = Math.max(...run.speeds);
   const sync = run.mode.endsWith('Sync');
+  // Ranks on one kind of device go at their given speeds; on different kinds (a CPU rank beside
+  // a GPU rank) at what their compute measured: samples per second of compute, pacing included.
+  const mixed = new Set(run.devices.map((device) => device.replace(/:\d+$/, ''))).size > 1;
+  const speeds = mixed
+    ? run.perRank.map((part) => (part.computeMs > 0 ? part.samples / part.computeMs : 0))
+    : run.speeds;
+  const fastest = Math.max(...speeds);
   const ideal =
     run.mode === 'alone'
       ? 1
       : sync
-        ? (run.ranks * Math.min(...run.speeds)) / fastest
-        : run.speeds.reduce((a, b) => a + b, 0) / fastest;
+        ? (run.ranks * Math.min(...speeds)) / fastest
+        : speeds.reduce((a, b) => a + b, 0) / fastest;
   const ratio = run.samplesPerSec / alone.samplesPerSec;
   const ratioWall = run.samples / run.wallMs / (alone.samples / alone.wallMs);
   const accuracyDelta = (run.accuracy - alone.accuracy) * 100;
@@ -111,7 +120,9 @@ export function printReport(report: Report): void {
   const rows = report.runs.map((run) => [
     run.model,
     run.mode === 'alone' ? 'fastest alone' : run.mode,
-    run.speeds.join(','),
+    run.devices.every((device) => device === 'cpu')
+      ? run.speeds.join(',')
+      : `${run.speeds.join(',')} on ${run.devices.join(',')}`,
     (run.wallMs / 1000).toFixed(1),
     (run.trainMs / 1000).toFixed(1),
     run.samplesPerSec.toFixed(0),
@@ -132,6 +143,14 @@ export function printReport(report: Report): void {
   console.log(
     `target: x alone ≥ ${RATIO_TARGET} × ideal (Sync is paced by its slowest rank) and accuracy within ${ACCURACY_TARGET_POINTS} points`,
   );
+  for (const run of report.runs) {
+    if (run.aloneRuns === undefined) continue;
+    const [before, after] = run.aloneRuns;
+    console.log(
+      `${run.model} fastest alone: ${before.toFixed(0)} samples/s before the modes, ${after.toFixed(0)} after ` +
+        `(the reference is their mean; ${((after / before - 1) * 100).toFixed(1)}% drift)`,
+    );
+  }
   for (const skip of report.skipped) console.log(`skipped ${skip.model} ${skip.mode}: ${skip.reason}`);
   for (const run of report.runs.filter((r) => r.mode !== 'alone' && !r.met)) {
     console.log(`${run.model} ${run.mode} missed its target; where the time went:`);

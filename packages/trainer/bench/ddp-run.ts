@@ -20,6 +20,10 @@ export interface RunConfig {
   /** A launch mode, or `alone`: the fastest rank on its own (one device, in-process). */
   mode: LaunchMode | 'alone';
   nproc: number;
+  /** Each rank's device (`cpu`, `cuda:N`). */
+  devices: Device[];
+  /** The device of the fastest rank alone (the first GPU of `devices`, else the CPU). */
+  aloneDevice: Device;
   /** Speed of each rank (1 = its own pace); `alone` runs at the fastest of them. */
   speeds: number[];
   samples: number;
@@ -57,6 +61,8 @@ export interface RunResult {
   mode: string;
   ranks: number;
   speeds: number[];
+  /** Each rank's device (the one device of `alone`). */
+  devices: string[];
   trainSamples: number;
   evalSamples: number;
   /** run() to join(): rank start-up, formation and shutdown included. */
@@ -75,6 +81,8 @@ export interface RunResult {
   perRank: RankPart[];
   /** Each epoch's share of its samples, by rank (how the partition followed the measured speeds). */
   epochShares: number[][];
+  /** The fastest rank alone: samples/s of its run before the modes and of its run after them. */
+  aloneRuns?: [number, number];
 }
 
 function buildModel(model: RunConfig['model']): Sequential {
@@ -178,7 +186,7 @@ export async function runConfig(config: RunConfig): Promise<void> {
     .dataset(data)
     .batchSize(config.batchSize)
     .numEpochs(config.epochs)
-    .devices(alone ? ['cpu'] : Array.from({ length: config.nproc }, () => 'cpu' as Device))
+    .devices(alone ? [config.aloneDevice] : config.devices)
     .progress(false)
     .metricsLog(config.log);
   if (!alone) builder.mode(config.mode as LaunchMode);
@@ -218,6 +226,7 @@ export async function runConfig(config: RunConfig): Promise<void> {
     mode: config.mode,
     ranks: speeds.length,
     speeds,
+    devices: alone ? [config.aloneDevice] : config.devices,
     trainSamples,
     evalSamples: evalIndices.length,
     wallMs,

@@ -27,7 +27,12 @@
 // rank's time went: compute (pacing idle included), waiting on data, waiting at barriers and
 // for averaging.
 //
-//   node --expose-gc --import tsx bench/ddp.ts [--model mlp|cnn|all] [--nproc 2] [--speeds 1,0.5]
+// Real devices: `--devices cuda:0,cuda:1` puts one rank on each GPU, `--devices cuda:0,cpu` a CPU
+// rank beside a GPU rank (the extreme case: the Cpu modes only, since NCCL needs every rank on a
+// GPU); the fastest rank alone then runs on the first GPU listed, and the ideal ratio comes from
+// the ranks' measured speeds (Σ samples/s of each rank's compute / the fastest's).
+//
+//   node --expose-gc --import tsx bench/ddp.ts [--model mlp|cnn|all] [--nproc 2] [--devices cpu,cpu] [--speeds 1,0.5]
 //     [--modes CpuSync,CpuCadence,...] [--samples 12800] [--epochs 3] [--batch-size 128] [--lr 0.001]
 //     [--root DIR] [--split train|test] [--holdout 2000] [--repeat 1] [--timeout-s 1800] [--json out.json]
 import { spawnSync } from 'node:child_process';
@@ -37,7 +42,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { LAUNCH_MODES, type LaunchMode } from '@flodl/distributed';
-import { distributed } from '@flodl/tensor-native';
+import { cuda, type Device, distributed } from '@flodl/tensor-native';
 import { FashionMnist } from '../src/data/index.js';
 import { benchArgs } from './cli-args.js';
 import { type Assessed, assess, printReport } from './ddp-report.js';
@@ -47,7 +52,8 @@ const { values: args } = parseArgs({
   args: benchArgs(),
   options: {
     model: { type: 'string', default: 'all' },
-    nproc: { type: 'string', default: '2' },
+    nproc: { type: 'string' },
+    devices: { type: 'string' },
     speeds: { type: 'string' },
     modes: { type: 'string', default: 'CpuSync,CpuCadence,CpuAsync,NcclSync,NcclCadence' },
     samples: { type: 'string', default: '12800' },
@@ -77,7 +83,18 @@ function integer(name: string, value: string | undefined, min: number): number {
 }
 
 function main(): void {
-  const nproc = integer('nproc', args.nproc, 2);
+  const devices = (args.devices?.split(',') ?? []) as Device[];
+  const nproc = integer('nproc', args.nproc ?? String(devices.length || 2), 2);
+  if (devices.length === 0) devices.push(...Array<Device>(nproc).fill('cpu'));
+  if (devices.length !== nproc) fail(`--devices needs ${nproc} devices (one per rank), got ${args.devices}`);
+  for (const device of devices)
+    if (!/^(cpu|cuda:\d+)$/.test(device)) fail(`--devices: ${device} is not cpu or cuda:N`);
+  const gpus = devices.filter((device) => device !== 'cpu');
+  if (gpus.length > 0 && !cuda.isAvailable()) fail(`--devices ${args.devices}: CUDA is not available here`);
+  for (const gpu of gpus)
+    if (Number(gpu.slice(5)) >= cuda.deviceCount())
+      fail(`--devices: ${gpu} is not here (${cuda.deviceCount()} GPU(s))`);
+  const aloneDevice: Device = gpus[0] ?? 'cpu';
   const speeds = (args.speeds ?? Array(nproc).fill('1').join(',')).split(',').map(Number);
   if (speeds.length !== nproc || speeds.some((s) => !(s > 0 && s <= 1)))
     fail(`--speeds needs ${nproc} numbers in (0, 1] (one per rank), got ${args.speeds}`);
@@ -93,6 +110,8 @@ function main(): void {
   const timeoutMs = integer('timeout-s', args['timeout-s'], 1) * 1000;
   const base = {
     nproc,
+    devices,
+    aloneDevice,
     speeds,
     samples: integer('samples', args.samples, 1),
     epochs: integer('epochs', args.epochs, 1),
@@ -108,36 +127,74 @@ function main(): void {
   const skipped: { model: string; mode: string; reason: string }[] = [];
   try {
     for (const model of models as RunConfig['model'][]) {
-      const alone = median(repeat, () => once({ ...base, model, mode: 'alone' }, dir, timeoutMs));
-      runs.push(assess(alone, alone));
+      // The fastest rank alone runs before the modes and again after them: a machine whose speed
+      // drifts while the modes run (a shared or throttled host) would otherwise bias every ratio.
+      const runAlone = () => median(repeat, () => once({ ...base, model, mode: 'alone' }, dir, timeoutMs));
+      const before = runAlone();
+      const measured: RunResult[] = [];
       for (const mode of modes) {
-        if (mode.startsWith('Nccl') && !gloo) {
-          skipped.push({
-            model,
-            mode,
-            reason: 'this libtorch has no Gloo (the Nccl modes on CPU ranks need it)',
-          });
+        const reason = ncclSkip(mode, devices, gloo);
+        if (reason !== undefined) {
+          skipped.push({ model, mode, reason });
           continue;
         }
-        runs.push(
-          assess(
-            median(repeat, () => once({ ...base, model, mode }, dir, timeoutMs)),
-            alone,
-          ),
-        );
+        measured.push(median(repeat, () => once({ ...base, model, mode }, dir, timeoutMs)));
       }
+      const alone = meanOfAlone(before, runAlone());
+      runs.push(assess(alone, alone), ...measured.map((run) => assess(run, alone)));
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
   const report = {
-    machine: `${availableParallelism()} cores, 1 thread per rank, cpu`,
+    machine: `${availableParallelism()} cores, 1 thread per rank, ${describeDevices(devices)}`,
     settings: { ...base, models, modes, repeat },
     runs,
     skipped,
   };
   printReport(report);
   if (args.json) writeFileSync(args.json, `${JSON.stringify(report, null, 2)}\n`);
+}
+
+/**
+ * Why a Nccl mode cannot run on `devices`, or undefined: on GPU ranks it averages over NCCL, so
+ * every rank must be on a GPU; on CPU ranks over Gloo, which this libtorch may lack.
+ */
+function ncclSkip(mode: LaunchMode, devices: readonly Device[], gloo: boolean): string | undefined {
+  if (!mode.startsWith('Nccl')) return undefined;
+  const onGpu = devices.filter((device) => device !== 'cpu').length;
+  if (onGpu > 0 && onGpu < devices.length)
+    return 'a CPU rank beside GPU ranks averages on the host only (Cpu modes)';
+  if (onGpu === 0 && !gloo) return 'this libtorch has no Gloo (the Nccl modes on CPU ranks need it)';
+  return undefined;
+}
+
+/** `cpu`, `cuda:0 + cpu`, `2 × cuda` … for the report's first line. */
+function describeDevices(devices: readonly Device[]): string {
+  const names = devices.map((device) =>
+    device === 'cpu' ? 'cpu' : `${device} (${cuda.deviceName(Number(device.slice(5)))})`,
+  );
+  return [...new Set(names)]
+    .map((name) => {
+      const count = names.filter((other) => other === name).length;
+      return count > 1 ? `${count} × ${name}` : name;
+    })
+    .join(' + ');
+}
+
+/**
+ * The fastest rank alone as the modes' reference: the mean speed of its runs before and after
+ * them (both kept in `aloneRuns`). Its accuracy is the same in both (same seed, same data).
+ */
+function meanOfAlone(before: RunResult, after: RunResult): RunResult {
+  const mean = (pick: (run: RunResult) => number) => (pick(before) + pick(after)) / 2;
+  return {
+    ...before,
+    wallMs: mean((run) => run.wallMs),
+    trainMs: mean((run) => run.trainMs),
+    samplesPerSec: mean((run) => run.samplesPerSec),
+    aloneRuns: [before.samplesPerSec, after.samplesPerSec],
+  };
 }
 
 /** The repeat with the median samples/s. */

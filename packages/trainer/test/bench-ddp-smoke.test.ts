@@ -1,10 +1,11 @@
 // bench:ddp runs end to end on tiny settings: the fastest rank alone and two paced CPU ranks
 // (no timing is asserted; the JSON must carry every field, with positive ratios).
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { cuda } from '@flodl/tensor-native';
 import { describe, expect, it } from 'vitest';
 
 const bench = join(dirname(fileURLToPath(import.meta.url)), '..', 'bench', 'ddp.ts');
@@ -28,6 +29,7 @@ const RUN_FIELDS = [
   'averagingMs',
   'perRank',
   'epochShares',
+  'devices',
   'ratio',
   'ratioWall',
   'ideal',
@@ -49,6 +51,16 @@ const RANK_FIELDS = [
 ];
 
 describe('bench:ddp', () => {
+  it('refuses devices it cannot use, saying why, before running anything', () => {
+    const refused = (devices: string) =>
+      spawnSync(process.execPath, ['--import', 'tsx', bench, '--devices', devices], { encoding: 'utf8' });
+    const bad = refused('cpu,gpu:0');
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toContain('gpu:0 is not cpu or cuda:N');
+    expect(refused('cpu').stderr).toContain('--nproc must be an integer >= 2');
+    if (!cuda.isAvailable()) expect(refused('cuda:0,cpu').stderr).toContain('CUDA is not available here');
+  }, 60_000);
+
   it.skipIf(!hasData)(
     'reports the fastest rank alone and two unequal ranks as JSON',
     async () => {
@@ -89,6 +101,11 @@ describe('bench:ddp', () => {
         const [alone, cadence] = report.runs;
         expect(alone.ratio).toBe(1);
         expect(alone.perRank).toHaveLength(1);
+        // Measured before and after the modes; the reference is the mean of the two.
+        expect(alone.aloneRuns).toHaveLength(2);
+        expect(alone.samplesPerSec).toBeCloseTo((alone.aloneRuns[0] + alone.aloneRuns[1]) / 2);
+        expect(alone.devices).toEqual(['cpu']);
+        expect(cadence.devices).toEqual(['cpu', 'cpu']);
         expect(cadence.ranks).toBe(2);
         expect(cadence.ideal).toBeCloseTo(1.5);
         expect(cadence.rounds).toBeGreaterThan(0);

@@ -58,11 +58,13 @@ export function chunkCohort(
  *
  * - uncalibrated: the probe size ({@link probeChunkBatches}), so ElChe gets early windows;
  * - calibrated: one window of the rank's schedule, `max(minChunk, counts[rank])`;
- * - tail balance: once that window would leave the pool less than one more round, the chunk
- *   is sized to end with the cohort: `ceil(T · rate_r)` with
- *   `T = (pool + others' in-flight) / Σ live rates`. Judged before the window is taken, not
- *   after: a window that leaves a few batches behind hands them to whichever rank asks next,
- *   and the others wait for it at the epoch's end;
+ * - tail balance: once that window would leave the pool less than one more round, the rank's
+ *   share is what ends with the cohort, `ceil(T · rate_r)` with
+ *   `T = (pool + others' in-flight) / Σ live rates`, and the chunk is half of it (all of it
+ *   under two minimum chunks, or alone): the rank returns for the rest, so the shares follow the speeds
+ *   the ranks show in the tail itself. Judged before the window is taken, not after: a window
+ *   that leaves a few batches behind hands them to whichever rank asks next, and the others
+ *   wait for it at the epoch's end;
  * - never below `minChunk` (unless the pool holds less), and a remainder smaller than
  *   `minChunk` is folded into this chunk rather than left as a crumb.
  */
@@ -77,8 +79,13 @@ export function chunkBatches(inputs: ChunkSizingInputs): number {
   } else {
     size = Math.max(minimum, inputs.counts[rank] ?? 0);
     // The tail share may exceed a window: a chunk's end is not a round's (rounds follow the
-    // steps a rank reports), and capping it would leave the remainder to one rank again.
-    if (remaining - size < round) size = tailShare(inputs, liveRanks);
+    // steps a rank reports), and capping it would leave the remainder to one rank again. Half
+    // of it goes out now: the rank comes back for the rest, sized on how far the others got,
+    // so a misjudged speed costs a few batches at the epoch's end, not half a share.
+    if (remaining - size < round) {
+      const share = tailShare(inputs, liveRanks);
+      size = liveRanks.length > 1 && share >= 2 * minimum ? Math.ceil(share / 2) : share;
+    }
   }
   size = Math.max(minimum, size);
   if (remaining - size < minimum) size = remaining;

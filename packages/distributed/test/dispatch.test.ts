@@ -179,7 +179,17 @@ describe('chunk sizing', () => {
   it('folds a sub-minimum remainder into the chunk instead of leaving a crumb', () => {
     // One live rank, window 35: a 2-batch remainder would be a crumb, so it rides along.
     expect(chunkBatches({ ...base, rank: 2, live: [false, false, true], remainingBatches: 37 })).toBe(37);
-    expect(chunkBatches({ ...base, remainingBatches: 3 })).toBe(3);
+    expect(chunkBatches({ ...base, remainingBatches: 0 })).toBe(0);
+  });
+
+  it('gives a rank far slower than the others only its share of the tail, under the minimum', () => {
+    // 3 batches left, nothing in flight: the slowest rank (35 ms) would end them with the
+    // others in ceil(3 / 6.5) = 1 batch, the fastest (10 ms) in ceil(3 · 3.5 / 6.5) = 2.
+    expect(chunkBatches({ ...base, remainingBatches: 3 })).toBe(1);
+    expect(chunkBatches({ ...base, rank: 2, remainingBatches: 3 })).toBe(2);
+    // A CPU rank beside GPU ranks 40x faster: one batch, where the minimum chunk was 4.
+    const mixed = { ...base, counts: [1, 40, 40], msPerBatch: [100, 2.5, 2.5] };
+    expect(chunkBatches({ ...mixed, remainingBatches: 30, inFlightBatches: [0, 20, 20] })).toBe(1);
     expect(chunkBatches({ ...base, remainingBatches: 0 })).toBe(0);
   });
 });

@@ -65,8 +65,8 @@ export function chunkCohort(
  *   the ranks show in the tail itself. Judged before the window is taken, not after: a window
  *   that leaves a few batches behind hands them to whichever rank asks next, and the others
  *   wait for it at the epoch's end;
- * - never below `minChunk` (unless the pool holds less), and a remainder smaller than
- *   `minChunk` is folded into this chunk rather than left as a crumb.
+ * - outside the tail, never below `minChunk` (unless the pool holds less), and a remainder
+ *   smaller than `minChunk` is folded into this chunk rather than left as a crumb.
  */
 export function chunkBatches(inputs: ChunkSizingInputs): number {
   const { rank, remainingBatches: remaining, minChunkBatches: minimum } = inputs;
@@ -78,13 +78,16 @@ export function chunkBatches(inputs: ChunkSizingInputs): number {
     size = probeChunkBatches(inputs.totalSamples, Math.max(1, liveRanks.length), inputs.batchSize, minimum);
   } else {
     size = Math.max(minimum, inputs.counts[rank] ?? 0);
-    // The tail share may exceed a window: a chunk's end is not a round's (rounds follow the
-    // steps a rank reports), and capping it would leave the remainder to one rank again. Half
-    // of it goes out now: the rank comes back for the rest, sized on how far the others got,
-    // so a misjudged speed costs a few batches at the epoch's end, not half a share.
     if (remaining - size < round) {
+      // The tail share may exceed a window: a chunk's end is not a round's (rounds follow the
+      // steps a rank reports), and capping it would leave the remainder to one rank again. Half
+      // of it goes out now: the rank comes back for the rest, sized on how far the others got,
+      // so a misjudged speed costs a few batches at the epoch's end, not half a share. No
+      // minimum and no crumb folding here: a rank far slower than the others (a CPU beside a
+      // GPU) gets its one or two batches, not four that the others would wait for.
       const share = tailShare(inputs, liveRanks);
       size = liveRanks.length > 1 && share >= 2 * minimum ? Math.ceil(share / 2) : share;
+      return Math.min(size, remaining);
     }
   }
   size = Math.max(minimum, size);

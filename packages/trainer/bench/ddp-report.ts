@@ -66,7 +66,18 @@ export function assess(run: RunResult, alone: RunResult): Assessed {
             `rank start-up and shutdown ${((run.wallMs - run.trainMs) / 1000).toFixed(1)} s`,
           `shares by epoch: ${epochShares(run.epochShares)}`,
         ];
-  return { ...run, ratio, ratioWall, ideal, efficiency: ratio / ideal, accuracyDelta, met, timeWent };
+  const reference = alone.aloneRuns === undefined ? {} : { aloneRuns: alone.aloneRuns };
+  return {
+    ...run,
+    ...reference,
+    ratio,
+    ratioWall,
+    ideal,
+    efficiency: ratio / ideal,
+    accuracyDelta,
+    met,
+    timeWent,
+  };
 }
 
 /** `50/50, 64/36, …` (the first five epochs and the last). */
@@ -144,11 +155,12 @@ export function printReport(report: Report): void {
     `target: x alone ≥ ${RATIO_TARGET} × ideal (Sync is paced by its slowest rank) and accuracy within ${ACCURACY_TARGET_POINTS} points`,
   );
   for (const run of report.runs) {
-    if (run.aloneRuns === undefined) continue;
-    const [before, after] = run.aloneRuns;
+    if (run.mode !== 'alone' || run.aloneRuns === undefined) continue;
+    const speeds = run.aloneRuns;
+    const spread = (Math.max(...speeds) / Math.min(...speeds) - 1) * 100;
     console.log(
-      `${run.model} fastest alone: ${before.toFixed(0)} samples/s before the modes, ${after.toFixed(0)} after ` +
-        `(the reference is their mean; ${((after / before - 1) * 100).toFixed(1)}% drift)`,
+      `${run.model} fastest alone, before the first mode and after each: ${speeds.map((v) => v.toFixed(0)).join(', ')} ` +
+        `samples/s (${spread.toFixed(1)}% apart); each mode is compared with the mean of the two around it`,
     );
   }
   for (const skip of report.skipped) console.log(`skipped ${skip.model} ${skip.mode}: ${skip.reason}`);

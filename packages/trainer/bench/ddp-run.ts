@@ -81,8 +81,8 @@ export interface RunResult {
   perRank: RankPart[];
   /** Each epoch's share of its samples, by rank (how the partition followed the measured speeds). */
   epochShares: number[][];
-  /** The fastest rank alone: samples/s of its run before the modes and of its run after them. */
-  aloneRuns?: [number, number];
+  /** The fastest rank alone this run was compared with: samples/s of each of its runs. */
+  aloneRuns?: number[];
 }
 
 function buildModel(model: RunConfig['model']): Sequential {

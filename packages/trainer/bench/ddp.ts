@@ -127,21 +127,24 @@ function main(): void {
   const skipped: { model: string; mode: string; reason: string }[] = [];
   try {
     for (const model of models as RunConfig['model'][]) {
-      // The fastest rank alone runs before the modes and again after them: a machine whose speed
-      // drifts while the modes run (a shared or throttled host) would otherwise bias every ratio.
+      // The fastest rank alone runs before the first mode and again after each one, and each
+      // mode is compared with the mean of the two alone runs around it: a machine whose speed
+      // drifts over minutes (a shared or throttled host) would otherwise bias every ratio.
       const runAlone = () => median(repeat, () => once({ ...base, model, mode: 'alone' }, dir, timeoutMs));
-      const before = runAlone();
-      const measured: RunResult[] = [];
+      const alones = [runAlone()];
+      const measured: Assessed[] = [];
       for (const mode of modes) {
         const reason = ncclSkip(mode, devices, gloo);
         if (reason !== undefined) {
           skipped.push({ model, mode, reason });
           continue;
         }
-        measured.push(median(repeat, () => once({ ...base, model, mode }, dir, timeoutMs)));
+        const run = median(repeat, () => once({ ...base, model, mode }, dir, timeoutMs));
+        alones.push(runAlone());
+        measured.push(assess(run, meanOfAlone(alones.slice(-2))));
       }
-      const alone = meanOfAlone(before, runAlone());
-      runs.push(assess(alone, alone), ...measured.map((run) => assess(run, alone)));
+      const alone = meanOfAlone(alones);
+      runs.push(assess(alone, alone), ...measured);
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -183,17 +186,18 @@ function describeDevices(devices: readonly Device[]): string {
 }
 
 /**
- * The fastest rank alone as the modes' reference: the mean speed of its runs before and after
- * them (both kept in `aloneRuns`). Its accuracy is the same in both (same seed, same data).
+ * The fastest rank alone as a reference: the mean speed of `runs` (their speeds kept in
+ * `aloneRuns`). Its accuracy is the same in every run (same seed, same data).
  */
-function meanOfAlone(before: RunResult, after: RunResult): RunResult {
-  const mean = (pick: (run: RunResult) => number) => (pick(before) + pick(after)) / 2;
+function meanOfAlone(runs: readonly RunResult[]): RunResult {
+  const mean = (pick: (run: RunResult) => number) =>
+    runs.reduce((sum, run) => sum + pick(run), 0) / runs.length;
   return {
-    ...before,
+    ...(runs[0] as RunResult),
     wallMs: mean((run) => run.wallMs),
     trainMs: mean((run) => run.trainMs),
     samplesPerSec: mean((run) => run.samplesPerSec),
-    aloneRuns: [before.samplesPerSec, after.samplesPerSec],
+    aloneRuns: runs.map((run) => run.samplesPerSec),
   };
 }
 

@@ -101,9 +101,10 @@ describe('bench:ddp', () => {
         const [alone, cadence] = report.runs;
         expect(alone.ratio).toBe(1);
         expect(alone.perRank).toHaveLength(1);
-        // Measured before and after the modes; the reference is the mean of the two.
+        // Measured before the mode and after it; each mode is compared with the mean of the two.
         expect(alone.aloneRuns).toHaveLength(2);
         expect(alone.samplesPerSec).toBeCloseTo((alone.aloneRuns[0] + alone.aloneRuns[1]) / 2);
+        expect(cadence.aloneRuns).toEqual(alone.aloneRuns);
         expect(alone.devices).toEqual(['cpu']);
         expect(cadence.devices).toEqual(['cpu', 'cpu']);
         expect(cadence.ranks).toBe(2);

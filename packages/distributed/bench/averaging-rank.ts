@@ -68,11 +68,7 @@ async function hostMode(host: NonNullable<RankConfig['host']>): Promise<void> {
       const start = nowMs();
       const snapshot = snapshotContribution(model, message.mass);
       const snapped = nowMs();
-      try {
-        await data.send(message.version, snapshot);
-      } finally {
-        for (const entry of snapshot) entry.tensor.dispose();
-      }
+      await data.send(message.version, snapshot);
       const sent = nowMs();
       const consensus = await data.receiveContribution({ timeoutMs: 600_000 });
       const received = nowMs();

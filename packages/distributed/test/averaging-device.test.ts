@@ -23,6 +23,7 @@ import {
   hostDtype,
   readFloats,
   releaseCollectiveBuffers,
+  releaseSnapshotBuffers,
   snapshotContribution,
   writeFloats,
 } from '../src/averaging/index.js';
@@ -37,6 +38,7 @@ const DEVICES: { device: Device; skip: boolean }[] = [
 
 const floats = (tensor: Tensor): number[] =>
   tidy(() => Array.from(readFloats('float32', toBytes(tensor.float()))));
+const floatsOf = (bytes: Uint8Array): number[] => Array.from(readFloats('float32', bytes));
 const bits = (tensor: Tensor): string =>
   tidy(() => Buffer.from(toBytes(tensor.contiguous().to({ device: 'cpu' }))).toString('hex'));
 const consensusOf = (name: string, shape: number[], values: number[], mass = 1): HostTensor => ({
@@ -53,22 +55,25 @@ function model(device: Device): Linear {
 }
 
 describe.each(DEVICES)('averaging on $device', ({ device, skip }) => {
-  it.skipIf(skip)('snapshots pre-scaled values on the CPU (pinned when they left a GPU)', () => {
+  it.skipIf(skip)('snapshots pre-scaled values as host bytes, kept for the model’s next snapshot', () => {
     const linear = model(device);
     const before = liveTensorCount();
     const snapshot = snapshotContribution(linear, 2);
-    expect(snapshot.map((entry) => [entry.name, entry.mass])).toEqual([
-      ['p:weight', 2],
-      ['p:bias', 2],
+    expect(snapshot.map((entry) => [entry.name, entry.mass, entry.dtype, entry.shape])).toEqual([
+      ['p:weight', 2, 'float32', [2, 3]],
+      ['p:bias', 2, 'float32', [2]],
     ]);
-    for (const entry of snapshot) {
-      expect(entry.tensor.device).toBe('cpu');
-      expect(entry.tensor.dtype).toBe('float32');
-      if (device !== 'cpu') expect(entry.tensor.isPinned).toBe(true);
-    }
-    const weight = snapshot[0]?.tensor as Tensor;
-    expect(floats(weight)).toEqual(floats(linear.weight).map((value) => Math.fround(value * 2)));
-    for (const entry of snapshot) entry.tensor.dispose();
+    expect(floatsOf(snapshot[0]!.bytes)).toEqual(
+      floats(linear.weight).map((value) => Math.fround(value * 2)),
+    );
+    // The next snapshot writes the same bytes again: nothing is allocated per round.
+    const again = snapshotContribution(linear, 5);
+    expect(again[0]!.bytes).toBe(snapshot[0]!.bytes);
+    expect(floatsOf(again[1]!.bytes)).toEqual(
+      floats(linear.bias as Tensor).map((value) => Math.fround(value * 5)),
+    );
+    releaseSnapshotBuffers(linear);
+    expect(snapshotContribution(linear, 5)[0]!.bytes).not.toBe(snapshot[0]!.bytes);
     expect(liveTensorCount()).toBe(before);
   });
 
@@ -96,11 +101,8 @@ describe.each(DEVICES)('averaging on $device', ({ device, skip }) => {
   it.skipIf(skip)('ships half-precision state as float32 and casts the consensus back', () => {
     const linear = model(device).to('bfloat16');
     const snapshot = snapshotContribution(linear, 3);
-    expect(snapshot.map((entry) => entry.tensor.dtype)).toEqual(['float32', 'float32']);
-    expect(floats(snapshot[1]?.tensor as Tensor)).toEqual(
-      floats(linear.bias as Tensor).map((value) => value * 3),
-    );
-    for (const entry of snapshot) entry.tensor.dispose();
+    expect(snapshot.map((entry) => entry.dtype)).toEqual(['float32', 'float32']);
+    expect(floatsOf(snapshot[1]!.bytes)).toEqual(floats(linear.bias as Tensor).map((value) => value * 3));
     applyConsensus(linear, [consensusOf('p:bias', [2], [0.5, -1.25])]);
     expect([linear.bias?.dtype, linear.bias?.device]).toEqual(['bfloat16', device]);
     expect(floats(linear.bias as Tensor)).toEqual([0.5, -1.25]);
@@ -117,7 +119,6 @@ describe.each(DEVICES)('averaging on $device', ({ device, skip }) => {
       ['b:running_mean', 1],
       ['b:running_var', 1],
     ]);
-    for (const entry of snapshot) entry.tensor.dispose();
     applyConsensus(norm, [consensusOf('b:running_var', [2], [2, 3])]);
     const variance = (norm as Module).namedBuffers();
     const runningVar = [...variance].find(([name]) => name === 'running_var')?.[1] as Tensor;

@@ -141,9 +141,8 @@ describe('mass-law averaging', () => {
       ['p:bias', 3],
     ]);
     const weight = model.weight;
-    const scaled = 'tensor' in snapshot[0]! ? snapshot[0].tensor : undefined;
     const original = Array.from(new Float32Array(toBytes(weight).slice().buffer));
-    expect(Array.from(new Float32Array(toBytes(scaled!).slice().buffer))).toEqual(
+    expect(Array.from(new Float32Array(snapshot[0]!.bytes.slice().buffer))).toEqual(
       original.map((v) => Math.fround(v * 3)),
     );
     applyConsensus(model, [{ ...host('p:weight', [1, 2], 2), shape: [1, 2] }]);

@@ -228,11 +228,40 @@ Napi::Value copyBytes(Napi::Env env, const at::Tensor& host) {
   return Napi::Uint8Array::New(env, bytes, buffer, 0);
 }
 
-// toBytes(t): the raw element bytes (row-major, native little-endian) in a new Uint8Array.
+// toBytes(t, into?: Uint8Array, scale?, dtype?): the raw element bytes (row-major, native
+// little-endian) of t, cast to dtype and multiplied by scale when given (the values of
+// t.to(dtype).mul(scale), bit for bit), in a new Uint8Array or written into `into` (exactly the
+// byte count), which is returned. On the CPU the scaled values are written straight into `into`
+// (one pass, no tensor in between); off it, scaled on the device, then copied over.
 FLODL_OP(toBytes) {
-  at::Tensor host = c.tensor(0).detach();
-  if (!host.is_cpu()) host = host.to(at::kCPU);
-  return copyBytes(c.env, host.contiguous());
+  at::NoGradGuard noGrad;
+  at::Tensor source = c.tensor(0).detach();
+  const bool scaled = !c.isAbsent(2);
+  const double scale = scaled ? c.number(2) : 1.0;
+  if (!c.isAbsent(3)) {
+    const at::ScalarType dtype = c.dtype(3);
+    if (dtype != source.scalar_type()) source = source.to(dtype);
+  }
+  if (c.isAbsent(1)) {
+    at::Tensor host = scaled ? source.mul(at::Scalar(scale)) : source;
+    if (!host.is_cpu()) host = host.to(at::kCPU);
+    return copyBytes(c.env, host.contiguous());
+  }
+  const size_t expected = static_cast<size_t>(source.numel()) * source.element_size();
+  uint8_t* data = bytesArgument(c, 1, expected, "the tensor's shape and dtype");
+  if (expected != 0) {
+    // A view of the JavaScript bytes, alive for this call only (every write below completes in it).
+    at::Tensor out = at::from_blob(data, source.sizes(), at::TensorOptions().dtype(source.scalar_type()));
+    if (scaled && source.is_cpu()) {
+      // What mul(tensor, Scalar) multiplies by: the number as a wrapped 0-dim tensor.
+      at::Tensor factor = at::scalar_tensor(scale, at::TensorOptions().dtype(at::kDouble));
+      factor.unsafeGetTensorImpl()->set_wrapped_number(true);
+      at::mul_out(out, source, factor);
+    } else {
+      out.copy_(scaled ? source.mul(at::Scalar(scale)) : source);
+    }
+  }
+  return c.info[1];
 }
 
 // scalarTensor(value, dtype?): a 0-dim tensor that promotes like a Python number.

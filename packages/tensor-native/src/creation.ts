@@ -1,6 +1,6 @@
 // Factories: Tensor.from, zeros/ones/full/empty, random tensors, ranges, eye, and *Like.
 import { type Device, deviceCode, optionDeviceCode } from './device.js';
-import { type DType, parseDType } from './dtype.js';
+import { type DType, isFloatingPoint, parseDType } from './dtype.js';
 import { FlodlError, invalidArgument } from './errors.js';
 import { dtypeCode } from './internal/codes.js';
 import { call, callInPlace } from './internal/methods.js';
@@ -370,8 +370,45 @@ export function copyFromBytes_<T extends Tensor>(
   return target;
 }
 
-/** The raw little-endian element bytes of a tensor (row-major), copied to the CPU. */
-export function toBytes(tensor: Tensor): Uint8Array {
-  if (!(tensor instanceof Tensor)) throw invalidArgument('toBytes', 'tensor', 'a Tensor', tensor);
-  return native.toBytes(tensor._h) as Uint8Array;
+/** Options of {@link toBytes}. */
+export interface ToBytesOptions {
+  /**
+   * Write into these bytes instead of a new Uint8Array (exactly the element count × the
+   * element size): a buffer kept across calls costs no fresh memory.
+   */
+  into?: Uint8Array;
+  /** Multiply by this number first (floating dtypes): the bytes of `tensor.mul(scale)`. */
+  scale?: number;
+  /** Cast to this dtype first: the bytes of `tensor.to({ dtype })`. */
+  dtype?: DType;
+}
+
+/**
+ * The raw little-endian element bytes of a tensor (row-major), copied to the CPU; with `dtype`
+ * and `scale`, those of `tensor.to({ dtype }).mul(scale)` bit for bit, computed without a tensor
+ * in between on the CPU (written straight into the bytes). Returns `into` when given.
+ *
+ * @example toBytes(param, { into: kept, scale: mass }) // a mass-scaled snapshot, no allocation
+ * @throws FlodlError ERR_SHAPE when `into` does not hold exactly the tensor's bytes;
+ *   ERR_INVALID_ARGUMENT for bad arguments, or `scale` on a non-floating dtype
+ */
+export function toBytes(tensor: Tensor, options: ToBytesOptions = {}): Uint8Array {
+  const op = 'toBytes';
+  if (!(tensor instanceof Tensor)) throw invalidArgument(op, 'tensor', 'a Tensor', tensor);
+  checkOptions(op, options, ['into', 'scale', 'dtype']);
+  const { into } = options;
+  if (into !== undefined && !(into instanceof Uint8Array))
+    throw invalidArgument(op, 'into', 'a Uint8Array', into);
+  const dtype = options.dtype === undefined ? undefined : parseDType(op, options.dtype);
+  const scale = options.scale === undefined ? undefined : checkFiniteNumber(op, 'scale', options.scale);
+  if (scale !== undefined && !isFloatingPoint(dtype ?? tensor.dtype)) {
+    throw invalidArgument(
+      op,
+      'scale',
+      'a floating dtype to scale (cast with dtype first)',
+      dtype ?? tensor.dtype,
+    );
+  }
+  const code = dtype === undefined ? undefined : dtypeCode(dtype);
+  return native.toBytes(tensor._h, into, scale, code);
 }

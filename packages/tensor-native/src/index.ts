@@ -35,6 +35,7 @@ export {
   randnLike,
   type TensorData,
   type TensorOptions,
+  type ToBytesOptions,
   toBytes,
   zeros,
   zerosLike,

@@ -8,6 +8,8 @@ import {
   type Device,
   fromBytes,
   liveTensorCount,
+  randn,
+  Tensor,
   tidy,
   toBytes,
   zeros,
@@ -80,6 +82,62 @@ describe.each(DEVICES)('bytes on $device', ({ device, skip }) => {
           copyFromBytes_(target, float32Bytes([1, 2, 3]), 'float32', { alpha: 1 } as never),
         ).toThrowError(code('ERR_INVALID_ARGUMENT'));
         expect(target.toArray()).toEqual([0, 0, 0]);
+      }),
+  );
+
+  it.skipIf(skip)('toBytes casts, scales and writes into kept bytes, bit for bit as to().mul()', () => {
+    const before = liveTensorCount();
+    tidy(() => {
+      const same = (left: Uint8Array, right: Uint8Array) => Buffer.from(left).equals(Buffer.from(right));
+      for (const dtype of ['float32', 'float64', 'float16', 'bfloat16'] as const) {
+        const tensor = randn([7, 33], { dtype, device });
+        for (const scale of [3, 0.1, 1 / 3, -2.5e-3]) {
+          const kept = new Uint8Array(toBytes(tensor).length);
+          expect(toBytes(tensor, { into: kept, scale })).toBe(kept);
+          expect(same(kept, toBytes(tensor.mul(scale))), `${dtype} × ${scale}`).toBe(true);
+          expect(same(toBytes(tensor, { scale }), kept)).toBe(true);
+        }
+        // Widened first, then scaled: the bytes of tensor.to({ dtype: 'float32' }).mul(s).
+        const wide = new Uint8Array(7 * 33 * 4);
+        toBytes(tensor, { into: wide, scale: 0.7, dtype: 'float32' });
+        expect(same(wide, toBytes(tensor.to({ dtype: 'float32' }).mul(0.7)))).toBe(true);
+      }
+      // A strided tensor's bytes come in its logical (row-major) order.
+      const strided = randn([4, 5], { device }).t();
+      expect(
+        same(toBytes(strided, { into: new Uint8Array(80), scale: 2 }), toBytes(strided.contiguous().mul(2))),
+      ).toBe(true);
+      // An integer tensor is copied (or cast) as it is.
+      const counts = Tensor.from([1, 2, 3], undefined, { dtype: 'int64', device });
+      expect(Array.from(new BigInt64Array(toBytes(counts, { into: new Uint8Array(24) }).buffer))).toEqual([
+        1n,
+        2n,
+        3n,
+      ]);
+    });
+    expect(liveTensorCount()).toBe(before);
+  });
+
+  it.skipIf(skip)(
+    'toBytes refuses a wrong byte count, a scale without a floating dtype and bad options',
+    () =>
+      tidy(() => {
+        const tensor = zeros([3], { device });
+        const kept = new Uint8Array(12).fill(7);
+        expect(() => toBytes(tensor, { into: new Uint8Array(8) })).toThrowError(/^toBytes: got 8 bytes/);
+        expect(() => toBytes(tensor, { into: new Uint8Array(8) })).toThrowError(code('ERR_SHAPE'));
+        expect(() => toBytes(tensor, { into: [0, 0] as never })).toThrowError(code('ERR_INVALID_ARGUMENT'));
+        expect(() => toBytes(tensor, { into: kept, scale: Number.POSITIVE_INFINITY })).toThrowError(
+          code('ERR_INVALID_ARGUMENT'),
+        );
+        expect(() => toBytes(tensor, { into: kept, scale: 2, dtype: 'int32' })).toThrowError(
+          code('ERR_INVALID_ARGUMENT'),
+        );
+        expect(() => toBytes(tensor, { into: kept, offset: 1 } as never)).toThrowError(
+          code('ERR_INVALID_ARGUMENT'),
+        );
+        // Nothing was written by a refused call.
+        expect(Array.from(kept)).toEqual(new Array(12).fill(7));
       }),
   );
 });

@@ -22,5 +22,6 @@ export {
   BUFFER_PREFIX,
   hostDtype,
   PARAM_PREFIX,
+  releaseSnapshotBuffers,
   snapshotContribution,
 } from './model.js';

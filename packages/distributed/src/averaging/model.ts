@@ -1,14 +1,14 @@
 import { noGrad } from '@flodl/autograd';
 import type { Module } from '@flodl/nn';
 import {
-  CudaStream,
   copyFromBytes_,
-  type Device,
   type DType,
+  elementSize,
   invalidArgument,
   isFloatingPoint,
   type Tensor,
   tidy,
+  toBytes,
 } from '@flodl/tensor-native';
 import type { OutgoingTensor } from '../wire/data-channel.js';
 import { checkAlpha, type HostTensor } from './host.js';
@@ -39,61 +39,54 @@ export function hostDtype(dtype: DType): DType {
   return dtype === 'float64' ? 'float64' : 'float32';
 }
 
+/** Each model's kept snapshot bytes, one array per averaged tensor (see {@link snapshotContribution}). */
+const snapshotBytes = new WeakMap<Module, Uint8Array[]>();
+
 /**
  * A rank's host-mode contribution: parameters pre-scaled by `mass`, float buffers by 1 if it
- * stepped, each tensor shipping its own mass (the data channel's `TensorBegin.mass`). Every
- * tensor comes back on the CPU, ready to serialize: a tensor on a GPU is scaled there and
- * copied out once, asynchronously into page-locked memory, with one wait per device before
- * this returns. Half-precision tensors travel as float32. The caller disposes the tensors.
+ * stepped, each tensor shipping its own mass (the data channel's `TensorBegin.mass`), as the
+ * little-endian bytes the data channel sends. Each tensor is scaled and written in one pass
+ * into bytes kept for the model (`toBytes` with `into`; off the CPU, scaled on its device and
+ * copied over), so steady rounds allocate nothing: the bytes stay valid until the model's next
+ * snapshot (send them before taking another) or {@link releaseSnapshotBuffers}. The values are
+ * those of `tensor.mul(mass)`, bit for bit. Half-precision tensors travel as float32.
  *
- * **Shape**: each tensor keeps its parameter's shape.
+ * **Shape**: each entry carries its parameter's shape.
  * @example
- * const snapshot = snapshotContribution(model, windowMass(steps));
- * try { await data.send(version, snapshot); } finally { for (const entry of snapshot) entry.tensor.dispose(); }
+ * await data.send(version, snapshotContribution(model, windowMass(steps)));
  */
 export function snapshotContribution(
   model: Module,
   mass: number,
-): Extract<OutgoingTensor, { tensor: Tensor }>[] {
+): Extract<OutgoingTensor, { bytes: Uint8Array }>[] {
   const { params, buffers } = averagedState(model);
   const weight = mass > 0 ? 1 : 0;
   const entries: [string, Tensor, number][] = [
     ...params.map(([name, tensor]): [string, Tensor, number] => [PARAM_PREFIX + name, tensor, mass]),
     ...buffers.map(([name, tensor]): [string, Tensor, number] => [BUFFER_PREFIX + name, tensor, weight]),
   ];
-  const copying = new Set<number>();
-  const snapshot: Extract<OutgoingTensor, { tensor: Tensor }>[] = [];
-  try {
-    noGrad(() => {
-      for (const [name, tensor, scale] of entries) {
-        snapshot.push({ name, mass: scale, tensor: scaledOnHost(tensor, scale, copying) });
+  const kept = snapshotBytes.get(model) ?? [];
+  const snapshot = noGrad(() =>
+    entries.map(([name, tensor, scale], index) => {
+      const dtype = hostDtype(tensor.dtype);
+      const size = tensor.numel * elementSize(dtype);
+      let into = kept[index];
+      if (into?.length !== size) {
+        into = new Uint8Array(size);
+        kept[index] = into;
       }
-    });
-    // The copies were queued on each device's current stream: wait for them before anyone reads.
-    for (const index of copying) CudaStream.current(index).synchronize();
-  } catch (error) {
-    for (const entry of snapshot) entry.tensor.dispose();
-    throw error;
-  }
+      toBytes(tensor, { into, scale, dtype });
+      return { name, mass: scale, dtype, shape: tensor.shape, bytes: into };
+    }),
+  );
+  kept.length = entries.length;
+  snapshotBytes.set(model, kept);
   return snapshot;
 }
 
-/** `scale · tensor` on the CPU in its host dtype; notes the GPU it was copied from. */
-function scaledOnHost(tensor: Tensor, scale: number, copying: Set<number>): Tensor {
-  const dtype = hostDtype(tensor.dtype);
-  const device = tensor.device;
-  return tidy(() => {
-    // Widen before scaling: a window's mass can overflow float16.
-    const scaled = (dtype === tensor.dtype ? tensor : tensor.to({ dtype })).mul(scale);
-    if (device === 'cpu') return scaled;
-    copying.add(cudaIndex(device));
-    // A non-blocking copy off a GPU lands in page-locked memory (libtorch pins the destination).
-    return scaled.to({ device: 'cpu', nonBlocking: true });
-  });
-}
-
-function cudaIndex(device: Device): number {
-  return device === 'cuda' ? 0 : Number(device.slice('cuda:'.length));
+/** Frees the bytes {@link snapshotContribution} keeps for `model` (a session does at its finish). */
+export function releaseSnapshotBuffers(model: Module): void {
+  snapshotBytes.delete(model);
 }
 
 /** Options of {@link applyConsensus}. */

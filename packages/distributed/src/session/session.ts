@@ -13,7 +13,7 @@ import {
   releaseCollectiveBuffers,
 } from '../averaging/collective.js';
 import { type HostTensor, windowMass } from '../averaging/host.js';
-import { applyConsensus, snapshotContribution } from '../averaging/model.js';
+import { applyConsensus, releaseSnapshotBuffers, snapshotContribution } from '../averaging/model.js';
 import { LAUNCH_MODES, type LaunchMode } from '../launcher/options.js';
 import { RankClient } from '../rank/client.js';
 import { ControlClient } from '../wire/client.js';
@@ -326,6 +326,7 @@ export class DistributedSession {
       this.data?.close();
       this.#group?.destroy();
       releaseCollectiveBuffers(this.model);
+      releaseSnapshotBuffers(this.model);
       await this.control.close();
     }
   }
@@ -446,12 +447,8 @@ export class DistributedSession {
   async #requestParams(version: number): Promise<void> {
     const data = this.#dataChannel();
     const window = { version, ...this.#openWindow(version) };
-    const snapshot = snapshotContribution(this.model, window.mass);
-    try {
-      await data.send(version, snapshot);
-    } finally {
-      for (const entry of snapshot) if ('tensor' in entry) entry.tensor.dispose();
-    }
+    // Bytes kept for the model: sent before the next round's snapshot writes them again.
+    await data.send(version, snapshotContribution(this.model, window.mass));
     this.control.send({ type: 'SnapshotReady', version });
     this.#pendingWindow = window;
     if (this.mode === 'CpuAsync') return;

@@ -74,6 +74,7 @@ export interface NativeBinding {
   fullLike(h: Handle, value: Scalar, dtype: DTypeCode, device: Opt<DeviceCode>): Handle;
   randintLike(h: Handle, low: number, high: number, dtype: DTypeCode, device: Opt<DeviceCode>): Handle;
   copyFromBytes_(target: Handle, bytes: Uint8Array, dtype: DTypeCode, alpha: Opt<number>): void;
+  toBytes(h: Handle, into: Opt<Uint8Array>, scale: Opt<number>, dtype: Opt<DTypeCode>): Uint8Array;
 
   [unary: string]: any;
 

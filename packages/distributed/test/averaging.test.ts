@@ -127,41 +127,6 @@ describe('mass-law averaging', () => {
     }
   });
 
-  it('averages long tensors element for element, across blocks and threads', () => {
-    // 150 001 elements: several 64 Ki-element pieces for the threads, a ragged last block.
-    const length = 150_001;
-    for (const count of [2, 3, 10]) {
-      const root = new MassAccumulator();
-      const sources: Float32Array[] = [];
-      for (let rank = 0; rank < count; rank += 1) {
-        const values = Float32Array.from(
-          { length },
-          (_, index) => Math.sin(index * 0.37 + rank) * (rank + 1),
-        );
-        sources.push(values);
-        root.add(rank, [
-          {
-            name: 'p:w',
-            dtype: 'float32',
-            shape: [length],
-            mass: rank + 0.5,
-            bytes: new Uint8Array(values.buffer),
-          },
-        ]);
-      }
-      const mass = sources.reduce((sum, _, rank) => sum + rank + 0.5, 0);
-      const [consensus] = root.average();
-      const got = readFloats('float32', consensus!.bytes);
-      let mismatches = 0;
-      for (let index = 0; index < length; index += 1) {
-        let sum = 0;
-        for (const source of sources) sum += source[index]!;
-        if (got[index] !== Math.fround(sum / mass)) mismatches += 1;
-      }
-      expect(mismatches, `${count} contributions`).toBe(0);
-    }
-  });
-
   it('blends with EASGD: (1 − α)·W + α·W_avg', () => {
     expect(easgdBlendHost([1, 2], [3, -2], 0.25)).toEqual([1.5, 1]);
     expect(() => easgdBlendHost([1], [1], 0)).toThrow(/alpha/);

@@ -5,7 +5,6 @@
 // float64 on the way. On the CPU both are one loop over the memory (float32 and float64);
 // elsewhere (CUDA, half precisions) they are libtorch ops on the device.
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 #include <ATen/core/grad_mode.h>
 
 #include <array>
@@ -136,75 +135,11 @@ FLODL_OP(averageUnpack) {
   return c.result(onDevice.add_(host.to(onDevice.device())));
 }
 
-// A Float32Array or Float64Array argument: its first element and its length.
-struct FloatArray {
-  const void* data;
-  size_t length;
-  bool isDouble;
-};
-
-FloatArray floatArray(Call& c, const Napi::Value& value, size_t argument) {
-  if (!value.IsTypedArray()) c.invalid(argument, "a Float32Array or Float64Array");
-  Napi::TypedArray array = value.As<Napi::TypedArray>();
-  const napi_typedarray_type type = array.TypedArrayType();
-  if (type != napi_float32_array && type != napi_float64_array) {
-    c.invalid(argument, "a Float32Array or Float64Array");
-  }
-  const uint8_t* base = static_cast<const uint8_t*>(array.ArrayBuffer().Data()) + array.ByteOffset();
-  return {base, array.ElementLength(), type == napi_float64_array};
-}
-
-// Elements a block of the average sums at a time (its float64 sums stay in L1).
-constexpr int64_t kAverageBlock = 2048;
-
 }  // namespace
-
-// averageFloats(out, inputs[], divisor): out[i] := (0 + inputs[0][i] + inputs[1][i] + …) / divisor,
-// summed in float64 in the inputs' order and divided once, then stored in out's type (float32
-// rounds to nearest): the host root's consensus (MassAccumulator.average), element for element
-// what its JavaScript loop computes. Every array is a Float32Array or Float64Array of out's length.
-FLODL_OP(averageFloats) {
-  const FloatArray out = floatArray(c, c.info[0], 0);
-  if (c.length() < 2 || !c.info[1].IsArray()) c.invalid(1, "an array of Float32Array or Float64Array");
-  Napi::Array list = c.info[1].As<Napi::Array>();
-  std::vector<FloatArray> inputs;
-  inputs.reserve(list.Length());
-  for (uint32_t k = 0; k < list.Length(); k++) {
-    inputs.push_back(floatArray(c, list.Get(k), 1));
-    if (inputs.back().length != out.length) c.invalid(1, "arrays as long as out");
-  }
-  const double divisor = c.number(2);
-  void* target = const_cast<void*>(out.data);
-  at::parallel_for(0, static_cast<int64_t>(out.length), 1 << 16, [&](int64_t begin, int64_t end) {
-    std::array<double, kAverageBlock> block;
-    for (int64_t start = begin; start < end; start += kAverageBlock) {
-      const int64_t size = std::min(kAverageBlock, end - start);
-      std::fill(block.begin(), block.begin() + size, 0.0);
-      for (const FloatArray& input : inputs) {
-        if (input.isDouble) {
-          const double* values = static_cast<const double*>(input.data) + start;
-          for (int64_t i = 0; i < size; i++) block[i] += values[i];
-        } else {
-          const float* values = static_cast<const float*>(input.data) + start;
-          for (int64_t i = 0; i < size; i++) block[i] += static_cast<double>(values[i]);
-        }
-      }
-      if (out.isDouble) {
-        double* written = static_cast<double*>(target) + start;
-        for (int64_t i = 0; i < size; i++) written[i] = block[i] / divisor;
-      } else {
-        float* written = static_cast<float*>(target) + start;
-        for (int64_t i = 0; i < size; i++) written[i] = static_cast<float>(block[i] / divisor);
-      }
-    }
-  });
-  return c.undefined();
-}
 
 void registerAveragingOps(Registry& r) {
   FLODL_REGISTER(r, averagePack);
   FLODL_REGISTER(r, averageUnpack);
-  FLODL_REGISTER(r, averageFloats);
 }
 
 }  // namespace flodl

@@ -1,4 +1,4 @@
-import { aten, type DType, invalidArgument } from '@flodl/tensor-native';
+import { type DType, invalidArgument } from '@flodl/tensor-native';
 import { contributionMass } from '../coordinator/averaging/mass-law.js';
 
 /** A tensor on the host: raw little-endian bytes with its name, dtype, shape and mass. */
@@ -82,6 +82,9 @@ interface Slot {
 
 /** Contributions held per tensor before they are folded into a float64 sum. */
 const MAX_PENDING = 8;
+
+/** Elements per block of the fold over many contributions. */
+const BLOCK = 4096;
 
 /**
  * The root of a host averaging round (mass law): folds sum pre-scaled tensors and their
@@ -219,10 +222,47 @@ function foldPending(slot: Slot, mass?: number, into?: Floats): Floats {
     (mass === undefined || slot.dtype === 'float64'
       ? new Float64Array(slot.length)
       : new Float32Array(slot.length));
-  // One native pass (float64 sums in the contributions' order, one division, stored in out's
-  // dtype), element for element what a JavaScript loop over the arrays computes.
-  aten.call('averageFloats', out as never, inputs as never, mass ?? 1);
+  const divisor = mass ?? 1;
+  // Two or three inputs (the usual world sizes) in one loop each; more go block by block.
+  if (inputs.length === 1) sum1(out, inputs[0] as Floats, divisor);
+  else if (inputs.length === 2) sum2(out, inputs[0] as Floats, inputs[1] as Floats, divisor);
+  else if (inputs.length === 3)
+    sum3(out, inputs[0] as Floats, inputs[1] as Floats, inputs[2] as Floats, divisor);
+  else sumBlocks(out, inputs, divisor);
   return out;
+}
+
+function sum1(out: Floats, a: Floats, divisor: number): void {
+  const length = out.length;
+  for (let i = 0; i < length; i += 1) out[i] = (0 + (a[i] as number)) / divisor;
+}
+
+function sum2(out: Floats, a: Floats, b: Floats, divisor: number): void {
+  const length = out.length;
+  for (let i = 0; i < length; i += 1) out[i] = (0 + (a[i] as number) + (b[i] as number)) / divisor;
+}
+
+function sum3(out: Floats, a: Floats, b: Floats, c: Floats, divisor: number): void {
+  const length = out.length;
+  for (let i = 0; i < length; i += 1)
+    out[i] = (0 + (a[i] as number) + (b[i] as number) + (c[i] as number)) / divisor;
+}
+
+/** Any number of inputs, `BLOCK` elements at a time (the block's float64 sums stay in L1). */
+function sumBlocks(out: Floats, inputs: readonly Floats[], divisor: number): void {
+  const length = out.length;
+  const block = new Float64Array(BLOCK);
+  for (let start = 0; start < length; start += BLOCK) {
+    const size = Math.min(BLOCK, length - start);
+    block.fill(0);
+    for (const values of inputs) addBlock(block, values, start, size);
+    for (let i = 0; i < size; i += 1) out[start + i] = (block[i] as number) / divisor;
+  }
+}
+
+/** `block[i] += values[start + i]` for `size` elements. */
+function addBlock(block: Float64Array, values: Floats, start: number, size: number): void {
+  for (let i = 0; i < size; i += 1) block[i] = (block[i] as number) + (values[start + i] as number);
 }
 
 /** EASGD on host values: `(1 − α)·W + α·W_avg`, element by element. */

@@ -61,10 +61,10 @@ export function chunkCohort(
  * - tail balance: once that window would leave the pool less than one more round, the rank's
  *   share is what ends with the cohort, `ceil(T · rate_r)` with
  *   `T = (pool + others' in-flight) / Σ live rates`, and the chunk is half of it (all of it
- *   under two minimum chunks, or alone): the rank returns for the rest, so the shares follow the speeds
- *   the ranks show in the tail itself. Judged before the window is taken, not after: a window
- *   that leaves a few batches behind hands them to whichever rank asks next, and the others
- *   wait for it at the epoch's end;
+ *   under two minimum chunks, or alone): the rank returns for the rest, so the shares follow
+ *   the speeds the ranks show in the tail itself. Judged before the window is taken, not
+ *   after: a window that leaves a few batches behind hands them to whichever rank asks next,
+ *   and the others wait for it at the epoch's end;
  * - outside the tail, never below `minChunk` (unless the pool holds less), and a remainder
  *   smaller than `minChunk` is folded into this chunk rather than left as a crumb.
  */

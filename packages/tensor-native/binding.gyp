@@ -16,6 +16,7 @@
         "native/ops-inplace.cc",
         "native/ops-autograd.cc",
         "native/ops-nn.cc",
+        "native/maxpool-cpu.cc",
         "native/ops-loss.cc",
         "native/ops-rnn.cc",
         "native/ops-optim.cc",

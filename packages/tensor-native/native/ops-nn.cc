@@ -1,6 +1,8 @@
 // Neural-network primitives: linear maps, convolutions, pooling, normalisation, dropout,
 // embeddings, activations, padding and resampling. Each entry is one ATen call (rmsNorm is
-// composed of ATen ops), so libtorch's autograd differentiates all of them. The functional
+// composed of ATen ops), so libtorch's autograd differentiates all of them, except 2-d max
+// pooling of contiguous CPU tensors, which runs our kernel (maxpool-cpu.h) under its own
+// autograd node. The functional
 // layer of @flodl/autograd validates the arguments; here libtorch asserts. Only ATen
 // functions present in both libtorch 1.13 and 2.x are used.
 #include <ATen/ATen.h>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "call.h"
+#include "maxpool-cpu.h"
 
 namespace flodl {
 namespace {
@@ -100,9 +103,16 @@ FLODL_OP(maxPool) {
     case 1:
       if (withIndices) return c.result(at::max_pool1d_with_indices(input, kernel, stride, padding, dilation, ceil));
       return c.result(at::max_pool1d(input, kernel, stride, padding, dilation, ceil));
-    case 2:
+    case 2: {
+      const PoolWindow2d window{kernel, stride, padding, dilation, ceil};
+      if (maxPool2dCpuTakes(input, window)) {
+        auto [values, indices] = maxPool2dCpu(input, window, withIndices);
+        if (withIndices) return c.result(std::make_tuple(values, *indices));
+        return c.result(values);
+      }
       if (withIndices) return c.result(at::max_pool2d_with_indices(input, kernel, stride, padding, dilation, ceil));
       return c.result(at::max_pool2d(input, kernel, stride, padding, dilation, ceil));
+    }
     case 3:
       if (withIndices) return c.result(at::max_pool3d_with_indices(input, kernel, stride, padding, dilation, ceil));
       return c.result(at::max_pool3d(input, kernel, stride, padding, dilation, ceil));

@@ -35,7 +35,7 @@ function awkward(shape: number[], dtype: 'float32' | 'float64'): Tensor {
   });
 }
 
-const bits = (tensor: Tensor): string[] => Array.from(tensor.toTypedArray(), (value) => String(value));
+const bits = (tensor: Tensor): string[] => Array.from(tensor.toTypedArray() as ArrayLike<number | bigint>, (value) => String(value));
 
 function pool(input: Tensor, window: Window) {
   const { kernel, ...options } = window;

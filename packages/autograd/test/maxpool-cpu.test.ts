@@ -35,7 +35,8 @@ function awkward(shape: number[], dtype: 'float32' | 'float64'): Tensor {
   });
 }
 
-const bits = (tensor: Tensor): string[] => Array.from(tensor.toTypedArray() as ArrayLike<number | bigint>, (value) => String(value));
+const bits = (tensor: Tensor): string[] =>
+  Array.from(tensor.toTypedArray() as ArrayLike<number | bigint>, (value) => String(value));
 
 function pool(input: Tensor, window: Window) {
   const { kernel, ...options } = window;

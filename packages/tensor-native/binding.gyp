@@ -17,6 +17,7 @@
         "native/ops-autograd.cc",
         "native/ops-nn.cc",
         "native/maxpool-cpu.cc",
+        "native/gemm-cpu.cc",
         "native/ops-loss.cc",
         "native/ops-rnn.cc",
         "native/ops-optim.cc",

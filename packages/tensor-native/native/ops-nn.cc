@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "call.h"
+#include "gemm-cpu.h"
 #include "maxpool-cpu.h"
 
 namespace flodl {
@@ -39,7 +40,13 @@ bool cudnnEnabled() { return at::globalContext().userEnabledCuDNN(); }
 
 // ---- linear maps ----
 
-FLODL_OP(linear) { return c.result(at::linear(c.tensor(0), c.tensor(1), optionalTensor(c, 2))); }
+FLODL_OP(linear) {
+  const at::Tensor& input = c.tensor(0);
+  const at::Tensor& weight = c.tensor(1);
+  const c10::optional<at::Tensor> bias = optionalTensor(c, 2);
+  if (linearCpuTakes(input, weight, bias)) return c.result(linearCpu(input, weight, bias));
+  return c.result(at::linear(input, weight, bias));
+}
 FLODL_OP(bilinear) { return c.result(at::bilinear(c.tensor(0), c.tensor(1), c.tensor(2), optionalTensor(c, 3))); }
 
 // ---- convolutions: the weight's rank picks 1d, 2d or 3d ----

@@ -9,6 +9,7 @@
 
 #include "call.h"
 #include "convert.h"
+#include "gemm-cpu.h"
 
 #ifdef FLODL_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -392,8 +393,19 @@ FLODL_OP(buildInfo) {
 
 // Global backend switches of ATen's context (torch.backends.*). `name` picks one:
 // cudnn.enabled, cudnn.benchmark, cudnn.deterministic, cudnn.allowTF32, cuda.matmul.allowTF32,
-// deterministicAlgorithms. backendFlag(name) -> bool; setBackendFlag(name, value).
-enum class BackendFlag { CudnnEnabled, CudnnBenchmark, CudnnDeterministic, CudnnTF32, MatmulTF32, Deterministic };
+// deterministicAlgorithms, and ours: cpu.oneDnnLinear (float32 CPU linear maps by oneDNN's sgemm,
+// gemm-cpu.h) and cpu.oneDnnAvailable (read only). backendFlag(name) -> bool;
+// setBackendFlag(name, value).
+enum class BackendFlag {
+  CudnnEnabled,
+  CudnnBenchmark,
+  CudnnDeterministic,
+  CudnnTF32,
+  MatmulTF32,
+  Deterministic,
+  OneDnnLinear,
+  OneDnnAvailable
+};
 
 BackendFlag backendFlagAt(Call& c, size_t i) {
   const std::string name = c.string(i);
@@ -403,6 +415,8 @@ BackendFlag backendFlagAt(Call& c, size_t i) {
   if (name == "cudnn.allowTF32") return BackendFlag::CudnnTF32;
   if (name == "cuda.matmul.allowTF32") return BackendFlag::MatmulTF32;
   if (name == "deterministicAlgorithms") return BackendFlag::Deterministic;
+  if (name == "cpu.oneDnnLinear") return BackendFlag::OneDnnLinear;
+  if (name == "cpu.oneDnnAvailable") return BackendFlag::OneDnnAvailable;
   c.invalid(i, "a backend flag name");
 }
 
@@ -416,6 +430,8 @@ FLODL_OP(backendFlag) {
     case BackendFlag::CudnnTF32: value = context.allowTF32CuDNN(); break;
     case BackendFlag::MatmulTF32: value = context.allowTF32CuBLAS(); break;
     case BackendFlag::Deterministic: value = context.deterministicAlgorithms(); break;
+    case BackendFlag::OneDnnLinear: value = oneDnnGemmEnabled(); break;
+    case BackendFlag::OneDnnAvailable: value = oneDnnGemmAvailable(); break;
   }
   return Napi::Boolean::New(c.env, value);
 }
@@ -431,6 +447,13 @@ FLODL_OP(setBackendFlag) {
     case BackendFlag::CudnnTF32: context.setAllowTF32CuDNN(value); break;
     case BackendFlag::MatmulTF32: context.setAllowTF32CuBLAS(value); break;
     case BackendFlag::Deterministic: context.setDeterministicAlgorithms(value, false); break;
+    case BackendFlag::OneDnnLinear:
+      if (value && !oneDnnGemmAvailable()) {
+        c.state.fail("ERR_DEVICE", c.op, "this libtorch brings no oneDNN sgemm to the process (its own BLAS does the CPU linear maps)");
+      }
+      setOneDnnGemmEnabled(value);
+      break;
+    case BackendFlag::OneDnnAvailable: c.invalid(0, "a flag that can be set (cpu.oneDnnAvailable is read only)");
   }
   return c.env.Undefined();
 }

@@ -1,6 +1,7 @@
 // Global backend switches (PyTorch: torch.backends.*). They change how libtorch picks kernels
 // on CUDA (cuDNN algorithm search, TF32 tensor cores, deterministic algorithms); on a CPU-only
-// build they can be read and set and change nothing measurable.
+// build those can be read and set and change nothing measurable. `cpu` is ours: which library
+// does the float32 linear maps on the CPU.
 import { invalidArgument } from './errors.js';
 import { backendFlag, setBackendFlag } from './internal/process-runtime.js';
 
@@ -10,7 +11,9 @@ type FlagName =
   | 'cudnn.deterministic'
   | 'cudnn.allowTF32'
   | 'cuda.matmul.allowTF32'
-  | 'deterministicAlgorithms';
+  | 'deterministicAlgorithms'
+  | 'cpu.oneDnnLinear'
+  | 'cpu.oneDnnAvailable';
 
 function flag(name: FlagName) {
   return {
@@ -49,6 +52,26 @@ export interface MatmulBackend {
   allowTF32: boolean;
 }
 
+/** CPU switches (no PyTorch counterpart). */
+export interface CpuBackend {
+  /**
+   * Float32 linear maps (`linear`, the `Linear` layer: forward, input and weight gradients) on
+   * the CPU by oneDNN's sgemm instead of libtorch's BLAS. Default true where {@link
+   * oneDnnAvailable} (false with `FLODL_GEMM=libtorch` in the environment). Debian's libtorch
+   * does its matrix products with the reference BLAS (4-6 GFLOP/s on one core) while the oneDNN
+   * it links for its convolutions reaches 90-240 on the same small shapes. Results agree with
+   * libtorch's to float32 rounding, not bit for bit (another summation order). Setting it true
+   * where oneDNN is not available throws ERR_DEVICE.
+   */
+  oneDnnLinear: boolean;
+  /**
+   * True when libtorch brought oneDNN's sgemm into the process (Debian's libtorch links libdnnl
+   * dynamically; builds that link it statically, with MKL for their BLAS, keep libtorch's own
+   * path). Read only.
+   */
+  readonly oneDnnAvailable: boolean;
+}
+
 /**
  * Global backend switches, read and written as properties.
  *
@@ -57,12 +80,14 @@ export interface MatmulBackend {
  * backends.cudnn.benchmark = true;          // fixed input shapes: let cuDNN pick per shape
  * backends.cuda.matmul.allowTF32 = false;   // full float32 matmuls
  * backends.deterministicAlgorithms = true;  // error on nondeterministic kernels
+ * backends.cpu.oneDnnLinear = false;        // CPU linear maps by libtorch's own BLAS
  * ```
  * PyTorch: `torch.backends.cudnn`, `torch.backends.cuda.matmul`, `torch.use_deterministic_algorithms`.
  */
 export const backends: {
   readonly cudnn: CudnnBackend;
   readonly cuda: { readonly matmul: MatmulBackend };
+  readonly cpu: CpuBackend;
   deterministicAlgorithms: boolean;
 } = Object.seal(
   Object.defineProperties(
@@ -74,6 +99,12 @@ export const backends: {
         allowTF32: 'cudnn.allowTF32',
       }),
       cuda: Object.freeze({ matmul: switches<MatmulBackend>({ allowTF32: 'cuda.matmul.allowTF32' }) }),
+      cpu: Object.seal(
+        Object.defineProperties({} as CpuBackend, {
+          oneDnnLinear: flag('cpu.oneDnnLinear'),
+          oneDnnAvailable: { get: (): boolean => backendFlag('cpu.oneDnnAvailable'), enumerable: true },
+        }),
+      ),
     },
     { deterministicAlgorithms: flag('deterministicAlgorithms') },
   ),

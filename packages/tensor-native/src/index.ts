@@ -12,7 +12,7 @@ import './cuda-streams.js';
 
 export { aten } from './aten.js';
 export { type AutocastState, autocastState, runWithAutocast } from './autocast.js';
-export { backends, type CudnnBackend, type MatmulBackend } from './backends.js';
+export { backends, type CpuBackend, type CudnnBackend, type MatmulBackend } from './backends.js';
 export { shareClassIdentity } from './class-identity.js';
 export {
   arange,

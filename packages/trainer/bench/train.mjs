@@ -11,13 +11,14 @@
 //   node packages/trainer/bench/train.mjs [--device cpu|cuda] [--model mlp|cnn|lstm|transformer|all] ...
 //
 // The Fashion-MNIST MLP with this package's DataLoader is bench/train-mlp.ts (`bench:train-mlp`).
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { crossEntropy } from '@flodl/autograd';
 import { Adam, CapturedStep } from '@flodl/nn';
 import {
+  backends,
   buildInfo,
   cuda,
   getNumThreads,
@@ -282,6 +283,19 @@ function best(runs) {
   return runs.reduce((a, b) => (b.samplesPerSecond > a.samplesPerSecond ? b : a));
 }
 
+/** The BLAS libraries mapped into this process (libtorch's matrix products run on them). */
+function blasLibraries() {
+  try {
+    const paths = readFileSync('/proc/self/maps', 'utf8')
+      .split('\n')
+      .map((line) => line.trim().split(/\s+/)[5])
+      .filter((path) => path !== undefined && /blas|mkl/i.test(path));
+    return [...new Set(paths)].sort();
+  } catch {
+    return [];
+  }
+}
+
 /** What the summary keeps of one side's rounds: the best samples/s, the shortest update time. */
 function bestOf(runs) {
   const { samplesPerSecond, finalLoss } = best(runs);
@@ -320,6 +334,7 @@ async function main() {
     node: process.version,
     libtorch: libtorch.torchVersion,
     torch: worker.info,
+    linearBy: backends.cpu.oneDnnLinear ? "oneDNN's sgemm" : blasLibraries().join(', ') || "libtorch's BLAS",
   };
   console.log(
     `bench:train on ${device}${setup.deviceName === null ? '' : ` (${setup.deviceName})`}, ${setup.threads} threads, ` +

@@ -144,6 +144,16 @@ def train(spec, device, adam_mode):
     }
 
 
+def blas_libraries():
+    """The BLAS libraries mapped into this process (libtorch's matrix products run on them)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if len(line.split()) >= 6}
+    except OSError:
+        return []
+    return sorted(p for p in paths if "blas" in p.lower() or "mkl" in p.lower())
+
+
 def tf32_settings():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # newer releases prefer the fp32_precision switches
@@ -172,6 +182,7 @@ def main():
         "threads": torch.get_num_threads(),
         "cudnn": torch.backends.cudnn.version() if device.type == "cuda" else None,
         "tf32": tf32_settings(),
+        "blas": blas_libraries(),
     }
     print(json.dumps(info), flush=True)
     for line in sys.stdin:

@@ -18,6 +18,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { F, grad } from '../src/index.js';
 
 const available = backends.cpu.oneDnnAvailable;
+/** Every tensor here is on the CPU, whatever the default device (the CUDA tier runs this file too). */
+const CPU = { device: 'cpu' } as const;
 
 afterEach(() => {
   if (available) backends.cpu.oneDnnLinear = true;
@@ -62,10 +64,10 @@ function relativeError(values: Float32Array, reference: Float32Array): number {
 function tensors({ input, out, bias }: Case) {
   const inFeatures = input[input.length - 1]!;
   return {
-    input: randn(input),
-    weight: randn([out, inFeatures]),
-    bias: bias ? randn([out]) : undefined,
-    probe: randn([...input.slice(0, -1), out]),
+    input: randn(input, CPU),
+    weight: randn([out, inFeatures], CPU),
+    bias: bias ? randn([out], CPU) : undefined,
+    probe: randn([...input.slice(0, -1), out], CPU),
   };
 }
 
@@ -97,22 +99,22 @@ describe.skipIf(!available)('float32 linear maps by oneDNN', () => {
   it('skips the gradients nobody asked for and builds no node without one', () => {
     manualSeed(4);
     tidy(() => {
-      const input = randn([8, 6]);
-      const weight = randn([3, 6]).requiresGrad_();
+      const input = randn([8, 6], CPU);
+      const weight = randn([3, 6], CPU).requiresGrad_();
       const output = F.linear(input, weight);
       expect(output.gradFn).toMatch(/LinearCpuFunction/);
       output.sum().backward();
       expect(input.grad).toBeNull();
       expect(weight.grad!.shape).toEqual([3, 6]);
-      expect(F.linear(input, randn([3, 6])).gradFn).toBeNull();
+      expect(F.linear(input, randn([3, 6], CPU)).gradFn).toBeNull();
     });
   });
 
   it('hands non-contiguous, float64 and autocast inputs to libtorch, bit for bit its result', () => {
     manualSeed(5);
     tidy(() => {
-      const weight = randn([4, 6]);
-      const transposed = randn([6, 8]).t().requiresGrad_();
+      const weight = randn([4, 6], CPU);
+      const transposed = randn([6, 8], CPU).t().requiresGrad_();
       const strided = F.linear(transposed, weight);
       expect(strided.gradFn).not.toMatch(/LinearCpuFunction/);
       backends.cpu.oneDnnLinear = false;
@@ -120,11 +122,11 @@ describe.skipIf(!available)('float32 linear maps by oneDNN', () => {
         Array.from(F.linear(transposed, weight).toTypedArray() as Float32Array),
       );
       backends.cpu.oneDnnLinear = true;
-      const double = randn([8, 6], { dtype: 'float64' }).requiresGrad_();
-      expect(F.linear(double, weight.to('float64'), randn([4], { dtype: 'float64' })).gradFn).toBe(
-        'AddmmBackward0',
-      );
-      const input = randn([8, 6]).requiresGrad_();
+      const double = randn([8, 6], { dtype: 'float64', device: 'cpu' }).requiresGrad_();
+      expect(
+        F.linear(double, weight.to('float64'), randn([4], { dtype: 'float64', device: 'cpu' })).gradFn,
+      ).toBe('AddmmBackward0');
+      const input = randn([8, 6], CPU).requiresGrad_();
       const cast = runWithAutocast('cpu', 'bfloat16', true, () => F.linear(input, weight));
       expect(cast.dtype).toBe('bfloat16');
       expect(cast.gradFn).not.toMatch(/LinearCpuFunction/);
@@ -134,9 +136,9 @@ describe.skipIf(!available)('float32 linear maps by oneDNN', () => {
   it('gives second derivatives through the gradient (create_graph)', () => {
     manualSeed(6);
     tidy(() => {
-      const input = randn([5, 4]).requiresGrad_();
-      const weight = randn([3, 4]).requiresGrad_();
-      const bias = randn([3]).requiresGrad_();
+      const input = randn([5, 4], CPU).requiresGrad_();
+      const weight = randn([3, 4], CPU).requiresGrad_();
+      const bias = randn([3], CPU).requiresGrad_();
       const second = (): Float32Array[] => {
         const output = F.linear(input, weight, bias);
         const [gInput, gWeight] = grad([output.tanh().sum()], [input, weight], { createGraph: true });
@@ -154,8 +156,8 @@ describe.skipIf(!available)('float32 linear maps by oneDNN', () => {
 
   it('refuses a backward after a saved tensor changed in place, as libtorch does', () => {
     tidy(() => {
-      const input = randn([4, 3]).requiresGrad_();
-      const weight = randn([2, 3]).requiresGrad_();
+      const input = randn([4, 3], CPU).requiresGrad_();
+      const weight = randn([2, 3], CPU).requiresGrad_();
       const output = F.linear(input, weight);
       weight.detach().mul_(2);
       expect(() => output.sum().backward()).toThrow(/modified by an inplace operation/);

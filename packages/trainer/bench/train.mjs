@@ -13,7 +13,7 @@
 // The Fashion-MNIST MLP with this package's DataLoader is bench/train-mlp.ts (`bench:train-mlp`).
 import { readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { resolve } from 'node:path';
+import { basename, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { crossEntropy } from '@flodl/autograd';
 import { Adam, CapturedStep } from '@flodl/nn';
@@ -289,7 +289,7 @@ function blasLibraries() {
     const paths = readFileSync('/proc/self/maps', 'utf8')
       .split('\n')
       .map((line) => line.trim().split(/\s+/)[5])
-      .filter((path) => path !== undefined && /blas|mkl/i.test(path));
+      .filter((path) => path !== undefined && /^lib(open)?blas|^libmkl|^libblis/.test(basename(path)));
     return [...new Set(paths)].sort();
   } catch {
     return [];
@@ -334,7 +334,9 @@ async function main() {
     node: process.version,
     libtorch: libtorch.torchVersion,
     torch: worker.info,
-    linearBy: backends.cpu.oneDnnLinear ? "oneDNN's sgemm" : blasLibraries().join(', ') || "libtorch's BLAS",
+    linearBy: backends.cpu.oneDnnLinear
+      ? "oneDNN's sgemm"
+      : `libtorch's BLAS (${blasLibraries().join(', ') || 'linked into libtorch'})`,
   };
   console.log(
     `bench:train on ${device}${setup.deviceName === null ? '' : ` (${setup.deviceName})`}, ${setup.threads} threads, ` +

@@ -14,7 +14,9 @@ defaults, which are libtorch's and so flodl's too (matmul off, cuDNN convolution
 """
 import argparse
 import json
+import os
 import platform
+import re
 import sys
 import time
 import warnings
@@ -145,13 +147,18 @@ def train(spec, device, adam_mode):
 
 
 def blas_libraries():
-    """The BLAS libraries mapped into this process (libtorch's matrix products run on them)."""
+    """libtorch's BLAS: its build setting, then the BLAS libraries mapped into this process."""
+    config = torch.__config__.show()
+    found = [part.split("=", 1)[1] for part in config.replace("\n", ",").split(",") if "BLAS_INFO=" in part]
     try:
         with open("/proc/self/maps") as maps:
             paths = {line.split()[-1] for line in maps if len(line.split()) >= 6}
     except OSError:
-        return []
-    return sorted(p for p in paths if "blas" in p.lower() or "mkl" in p.lower())
+        paths = set()
+    pattern = re.compile(r"^lib(open)?blas|^libmkl|^libblis")
+    return [f"BLAS_INFO={found[0]}" if found else "BLAS_INFO unknown"] + sorted(
+        p for p in paths if pattern.match(os.path.basename(p))
+    )
 
 
 def tf32_settings():

@@ -21,6 +21,7 @@
         "native/ops-loss.cc",
         "native/ops-rnn.cc",
         "native/ops-optim.cc",
+        "native/adam-cpu.cc",
         "native/ops-averaging.cc",
         "native/ops-cuda.cc",
         "native/ops-distributed.cc"

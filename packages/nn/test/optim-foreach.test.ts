@@ -1,8 +1,11 @@
 // The multi-tensor (foreach) steps against the per-parameter ones, bit for bit in float64 on the
-// CPU: SGD, Adam and AdamW in every variant, zeroGrad in one call, and clipGradNorm_ against the
-// per-gradient computation it replaced.
+// CPU (Adam and AdamW in float32 too, where the one-pass CPU kernel takes them): SGD, Adam and
+// AdamW in every variant, zeroGrad in one call, and clipGradNorm_ against the per-gradient
+// computation it replaced.
 import {
   aten,
+  buildInfo,
+  type DType,
   keep,
   liveTensorCount,
   manualSeed,
@@ -10,6 +13,7 @@ import {
   stack,
   type Tensor,
   tidy,
+  zeros,
 } from '@flodl/tensor-native';
 import { expectFlodlError } from '@flodl/testing';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -19,17 +23,18 @@ import { Adam, AdamW, type Optimizer, SGD } from '../src/optim/index.js';
 
 const SHAPES = [[5, 3], [3], [], [2, 4, 2]];
 
-/** Float64 leaves with the same random start for every call with the same seed. */
-function leaves(seed: number): Tensor[] {
+/** Leaves (float64 unless asked) with the same random start for every call with the same seed. */
+function leaves(seed: number, dtype: DType = 'float64', shapes: number[][] = SHAPES): Tensor[] {
   manualSeed(seed);
-  return SHAPES.map((shape) =>
-    keep(tidy(() => randn(shape, { dtype: 'float64', device: 'cpu' }).requiresGrad_())),
-  );
+  return shapes.map((shape) => keep(tidy(() => randn(shape, { dtype, device: 'cpu' }).requiresGrad_())));
 }
 
-/** The bytes of a float64 tensor, for bit-for-bit comparisons. */
+/** The bytes of a floating tensor, for bit-for-bit comparisons. */
 function bytes(tensor: Tensor): Uint8Array {
-  return tidy(() => new Uint8Array((tensor.detach().toTypedArray() as Float64Array).buffer.slice(0)));
+  return tidy(() => {
+    const values = tensor.detach().toTypedArray() as Float32Array | Float64Array;
+    return new Uint8Array(values.buffer.slice(values.byteOffset, values.byteOffset + values.byteLength));
+  });
 }
 
 function disposeAll(tensors: readonly Tensor[]): void {
@@ -44,17 +49,23 @@ type Make = (params: Tensor[], options: object) => AnyOptimizer;
  * third parameter has none on the first steps and every third, so it is skipped and its state
  * starts late) and expects every parameter and state tensor equal bit for bit.
  */
-function expectSameSteps(make: Make, options: object, steps = 12): void {
-  const foreach = leaves(1);
-  const single = leaves(1);
+function expectSameSteps(
+  make: Make,
+  options: object,
+  steps = 12,
+  dtype: DType = 'float64',
+  shapes: number[][] = SHAPES,
+): void {
+  const foreach = leaves(1, dtype, shapes);
+  const single = leaves(1, dtype, shapes);
   const multi = make(foreach, { ...options, foreach: true });
   const plain = make(single, { ...options, foreach: false });
   manualSeed(7);
   for (let step = 0; step < steps; step++) {
     tidy(() => {
-      SHAPES.forEach((shape, k) => {
+      shapes.forEach((shape, k) => {
         const skip = k === 2 && (step < 2 || step % 3 === 0);
-        const gradient = skip ? null : randn(shape, { dtype: 'float64', device: 'cpu' });
+        const gradient = skip ? null : randn(shape, { dtype, device: 'cpu' });
         foreach[k]!.setGrad(gradient === null ? null : gradient.clone());
         single[k]!.setGrad(gradient === null ? null : gradient.clone());
       });
@@ -112,6 +123,38 @@ describe('foreach Adam and AdamW', () => {
     '%s equals the per-parameter update bit for bit in float64 (case %#)',
     (_name, make, options) => {
       expectSameSteps(make, options);
+    },
+  );
+});
+
+/** Shapes from one element to a few lanes' worth and one past libtorch's parallel grain. */
+const KERNEL_SHAPES = [[64, 64], [10], [], [7, 5], [33000]];
+
+describe('the one-pass CPU Adam kernel', () => {
+  const kernels = {
+    float32: aten.call('adamOnePassKernel', zeros([1], { dtype: 'float32', device: 'cpu' })) as string | null,
+    float64: aten.call('adamOnePassKernel', zeros([1], { dtype: 'float64', device: 'cpu' })) as string | null,
+  };
+
+  it('is one that libtorch 1.13 on x86-64 rounds like: both a + alpha*b and addcmul fused', () => {
+    expect(aten.call('adamOnePassKernel', zeros([1], { dtype: 'float16', device: 'cpu' }))).toBeNull();
+    for (const kernel of Object.values(kernels))
+      expect([null, 'both', 'addOnly', 'neither']).toContain(kernel);
+    if (buildInfo().torchVersion.startsWith('1.13') && process.arch === 'x64') {
+      expect(kernels).toEqual({ float32: 'both', float64: 'both' });
+    }
+  });
+
+  it.each([
+    ['Adam', adam, {}, 'float32'],
+    ['Adam', adam, { weightDecay: 0.1, amsgrad: true, maximize: true }, 'float32'],
+    ['AdamW', adamW, { weightDecay: 0.3, amsgrad: true, lr: 0.01 }, 'float32'],
+    ['Adam', adam, { betas: [0.5, 0.9], eps: 1e-3 }, 'float64'],
+    ['AdamW', adamW, { maximize: true }, 'float64'],
+  ] as const)(
+    '%s equals the per-parameter update bit for bit (case %#, %s)',
+    (_name, make, options, dtype) => {
+      expectSameSteps(make, options, 6, dtype, KERNEL_SHAPES);
     },
   );
 });

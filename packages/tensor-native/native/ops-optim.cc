@@ -11,6 +11,7 @@
 
 #include <cmath>
 
+#include "adam-cpu.h"
 #include "call.h"
 
 #if TORCH_VERSION_MAJOR >= 2
@@ -176,26 +177,38 @@ bool allOnCpu(const std::vector<at::Tensor>& params, const std::vector<at::Tenso
   return true;
 }
 
-// Parameter k's Adam/AdamW update, op for op as AdamBase.stepParameter in @flodl/nn.
-void adamOne(AdamGroup& g, size_t k, const at::Scalar& stepSize, const at::Scalar& biasCorrection2Sqrt) {
-  at::Tensor& param = g.params[k];
-  at::Tensor direction = g.maximize ? g.grads[k].neg() : g.grads[k];
-  if (g.weightDecay != 0) {
-    if (g.decoupled) {
-      param.mul_(at::Scalar(1 - g.lr * g.weightDecay));
+// One parameter's Adam/AdamW update, op for op as AdamBase.stepParameter in @flodl/nn.
+void adamOne(AdamTensors& t, const AdamSettings& s, double stepSize, double biasCorrection2Sqrt) {
+  at::Tensor direction = s.maximize ? t.grad.neg() : t.grad;
+  if (s.weightDecay != 0) {
+    if (s.decoupled) {
+      t.param.mul_(at::Scalar(1 - s.lr * s.weightDecay));
     } else {
-      direction = direction.add(param, at::Scalar(g.weightDecay));
+      direction = direction.add(t.param, at::Scalar(s.weightDecay));
     }
   }
-  g.expAvgs[k].mul_(at::Scalar(g.beta1)).add_(direction, at::Scalar(1 - g.beta1));
-  g.expAvgSqs[k].mul_(at::Scalar(g.beta2)).addcmul_(direction, direction, at::Scalar(1 - g.beta2));
-  at::Tensor second = g.expAvgSqs[k];
-  if (g.amsgrad) {
-    g.maxExpAvgSqs[k].copy_(at::maximum(g.maxExpAvgSqs[k], g.expAvgSqs[k]));
-    second = g.maxExpAvgSqs[k];
+  t.expAvg.mul_(at::Scalar(s.beta1)).add_(direction, at::Scalar(1 - s.beta1));
+  t.expAvgSq.mul_(at::Scalar(s.beta2)).addcmul_(direction, direction, at::Scalar(1 - s.beta2));
+  at::Tensor second = t.expAvgSq;
+  if (s.amsgrad) {
+    t.maxExpAvgSq.copy_(at::maximum(t.maxExpAvgSq, t.expAvgSq));
+    second = t.maxExpAvgSq;
   }
-  const at::Tensor denominator = second.sqrt().div(biasCorrection2Sqrt).add_(at::Scalar(g.eps));
-  param.addcdiv_(g.expAvgs[k], denominator, stepSize);
+  const at::Tensor denominator = second.sqrt().div(at::Scalar(biasCorrection2Sqrt)).add_(at::Scalar(s.eps));
+  t.param.addcdiv_(t.expAvg, denominator, at::Scalar(stepSize));
+}
+
+// Parameter k of a group: in one pass where adam-cpu.cc's kernel equals adamOne bit for bit, else
+// op for op.
+void adamCpu(AdamGroup& g, size_t k, double stepSize, double biasCorrection2Sqrt) {
+  AdamTensors t{g.params[k], g.grads[k], g.expAvgs[k], g.expAvgSqs[k],
+                g.amsgrad ? g.maxExpAvgSqs[k] : at::Tensor()};
+  const AdamSettings s{g.lr, g.beta1, g.beta2, g.weightDecay, g.eps, g.amsgrad, g.maximize, g.decoupled};
+  if (adamOnePassTakes(t, s, adamOne)) {
+    adamOnePass(t, s, stepSize, biasCorrection2Sqrt);
+  } else {
+    adamOne(t, s, stepSize, biasCorrection2Sqrt);
+  }
 }
 
 // The same update over the whole group with multi-tensor ops, one op for every parameter at a time.
@@ -225,11 +238,19 @@ FLODL_OP(foreachAdamExact) {
   const std::vector<at::Scalar> biasCorrection2Sqrts = scalarList(c, 6, n);
   at::NoGradGuard noGrad;
   if (allOnCpu(g.params, g.grads)) {
-    for (size_t k = 0; k < n; ++k) adamOne(g, k, stepSizes[k], biasCorrection2Sqrts[k]);
+    for (size_t k = 0; k < n; ++k) adamCpu(g, k, stepSizes[k].toDouble(), biasCorrection2Sqrts[k].toDouble());
   } else {
     adamForeach(g, stepSizes, biasCorrection2Sqrts);
   }
   return c.undefined();
+}
+
+// adamOnePassKernel(tensor) -> string | null: which one-pass CPU Adam kernel equals the op-by-op
+// update bit for bit for the tensor's dtype on this machine and libtorch (adam-cpu.h), null for none.
+FLODL_OP(adamOnePassKernel) {
+  const char* kernel = flodl::adamOnePassKernel(c.tensor(0).scalar_type(), adamOne);
+  if (kernel == nullptr) return c.env.Null();
+  return Napi::String::New(c.env, kernel);
 }
 
 // What an SGD step takes: the group's lists, its momentum buffers (undefined where a parameter
@@ -395,6 +416,7 @@ FLODL_OP(clipGrads) {
 
 void registerOptimOps(Registry& r) {
   FLODL_REGISTER(r, foreachAdamExact);
+  FLODL_REGISTER(r, adamOnePassKernel);
   FLODL_REGISTER(r, foreachSgd);
   FLODL_REGISTER(r, hasGrads);
   FLODL_REGISTER(r, zeroGrads);

@@ -58,8 +58,8 @@ export interface CpuBackend {
    * Float32 linear maps (`linear`, the `Linear` layer: forward, input and weight gradients) on
    * the CPU by oneDNN's sgemm instead of libtorch's BLAS. Default true where {@link
    * oneDnnAvailable} (false with `FLODL_GEMM=libtorch` in the environment). Debian's libtorch
-   * does its matrix products with the reference BLAS (4-6 GFLOP/s on one core) while the oneDNN
-   * it links for its convolutions reaches 90-240 on the same small shapes. Results agree with
+   * does its matrix products with the reference BLAS (4-7.5 GFLOP/s on one core) while the oneDNN
+   * it links for its convolutions reaches 50-240 on the same small shapes. Results agree with
    * libtorch's to float32 rounding, not bit for bit (another summation order). Setting it true
    * where oneDNN is not available throws ERR_DEVICE.
    */

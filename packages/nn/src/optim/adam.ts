@@ -30,7 +30,8 @@ export interface AdamOptions {
    * launches per step for the whole group instead of several per parameter. `null` (the
    * default, PyTorch's `foreach=None`) uses them on every device; `false` keeps the
    * per-parameter ops; `true` asks for them. Off CUDA the update is the per-parameter one op
-   * for op (bit for bit on the CPU); with every parameter on CUDA and libtorch 2.x it is
+   * for op (bit for bit on the CPU, where a contiguous float32/float64 parameter is updated in
+   * one pass with those ops' roundings); with every parameter on CUDA and libtorch 2.x it is
    * PyTorch's multi-tensor one, which agrees with it to rounding (the first moment by lerp).
    */
   foreach?: boolean | null;

@@ -1,10 +1,10 @@
 // Float32 linear maps on the CPU by oneDNN's sgemm, where the process has it: Debian's libtorch
 // links libdnnl dynamically (it runs libtorch's CPU convolutions) but does its matrix products
-// through the reference BLAS, which reaches 4-7.5 GFLOP/s on one core where oneDNN's JIT kernels
-// reach 50-240 (`pnpm bench:sgemm`) on the same small shapes. Other libtorch builds (MKL, OpenBLAS, oneDNN linked in
-// statically) keep libtorch's own path: no oneDNN symbol is found there. The forward, both
-// gradients and the bias's are computed by oneDNN (the bias gradient by libtorch's sum), and a
-// backward that builds a graph (create_graph) takes libtorch's differentiable ops.
+// through the reference BLAS, 4-7.5 GFLOP/s on one core where oneDNN reaches 50-240 on the same
+// shapes (`pnpm bench:sgemm`). Other libtorch builds (MKL, OpenBLAS, oneDNN linked in statically)
+// keep libtorch's own path: no oneDNN symbol is found there. The forward and the input and weight
+// gradients are oneDNN products, the bias gradient libtorch's sum; a backward that builds a graph
+// (create_graph) takes libtorch's differentiable ops.
 #pragma once
 
 #include <ATen/ATen.h>

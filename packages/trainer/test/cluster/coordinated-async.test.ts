@@ -30,7 +30,9 @@ describe('CpuAsync driven by the coordinator host (3 processes, unequal speeds)'
     // ElChe gave the fast rank more of the data: it was never held back to the slow rank's pace.
     const [fast, middle, slow] = records.map((record) => record.steps) as [number, number, number];
     expect(fast).toBeGreaterThan(middle);
-    expect(middle).toBeGreaterThan(slow);
+    // 8 against 14 ms per step is close enough that the first epoch's even split can leave the two
+    // at the same count (26 and 26, seen once on a loaded 16-core machine).
+    expect(middle).toBeGreaterThanOrEqual(slow);
     expect(fast / slow).toBeGreaterThan(2);
     // Every epoch's samples were trained exactly once across the ranks.
     for (let epoch = 0; epoch < 3; epoch++) {

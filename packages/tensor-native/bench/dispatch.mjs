@@ -12,6 +12,7 @@
 import { spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { buildAgainstLibtorch } from './native-build.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
@@ -108,26 +109,8 @@ else console.error(`[bench] PyTorch reference failed: ${run.stderr.trim().split(
 // The C++ floor: the same ops from a C++ loop on the same libtorch (built here when g++ is present).
 let floor = null;
 try {
-  const { findLibtorch, gypField } = await import(join(here, '..', 'scripts', 'libtorch.mjs'));
-  const config = findLibtorch();
   const binary = join(here, '..', 'build', 'dispatch-floor');
-  const flags = [
-    '-std=c++17',
-    '-O2',
-    ...gypField(config, 'includes')
-      .split(' ')
-      .map((dir) => `-I${dir}`),
-    ...gypField(config, 'defines')
-      .split(' ')
-      .map((define) => `-D${define}`),
-  ];
-  const build = spawnSync(
-    'g++',
-    [...flags, join(here, 'floor.cc'), '-o', binary, ...gypField(config, 'ldflags').split(' ')],
-    {
-      encoding: 'utf8',
-    },
-  );
+  const { build } = await buildAgainstLibtorch(join(here, 'floor.cc'), binary);
   if (build.status === 0) {
     const run = spawnSync(binary, [String(iterations), device, String(repeats)], { encoding: 'utf8' });
     if (run.status === 0) floor = JSON.parse(run.stdout.trim().split('\n').pop());

@@ -4,7 +4,6 @@
 // Usage: sgemm THREADS REPEATS
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <chrono>
@@ -16,18 +15,7 @@
 #include <string>
 #include <vector>
 
-using Sgemm = int (*)(char, char, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t,
-                      float, float*, int64_t);
-
-static Sgemm findSgemm() {
-  void* symbol = dlsym(RTLD_DEFAULT, "dnnl_sgemm");
-  for (const char* library : {"libdnnl.so.3", "libdnnl.so.2"}) {
-    if (symbol != nullptr) break;
-    void* handle = dlopen(library, RTLD_LAZY | RTLD_NOLOAD);
-    if (handle != nullptr) symbol = dlsym(handle, "dnnl_sgemm");
-  }
-  return reinterpret_cast<Sgemm>(symbol);
-}
+#include "../native/dnnl-sgemm.h"
 
 // The BLAS libraries mapped into this process, as a JSON array of paths.
 static std::string mappedBlas() {
@@ -70,7 +58,7 @@ int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 1;
   const int repeats = argc > 2 ? std::atoi(argv[2]) : 5;
   at::set_num_threads(threads);
-  const Sgemm sgemm = findSgemm();
+  const flodl::DnnlSgemm sgemm = flodl::findDnnlSgemm();
   // (rows, out, in) of y = x·Wᵀ and what its step computes: forward, input gradient, weight gradient.
   struct Layer {
     const char* name;

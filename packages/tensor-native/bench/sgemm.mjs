@@ -10,6 +10,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { buildAgainstLibtorch } from './native-build.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const { values } = parseArgs({
@@ -20,29 +21,9 @@ const { values } = parseArgs({
     blas: { type: 'string' },
   },
 });
-const { findLibtorch, gypField } = await import(join(here, '..', 'scripts', 'libtorch.mjs'));
-const config = findLibtorch();
 const binary = join(here, '..', 'build', 'sgemm-bench');
 mkdirSync(dirname(binary), { recursive: true });
-const build = spawnSync(
-  'g++',
-  [
-    '-std=c++17',
-    '-O2',
-    ...gypField(config, 'includes')
-      .split(' ')
-      .map((dir) => `-I${dir}`),
-    ...gypField(config, 'defines')
-      .split(' ')
-      .map((define) => `-D${define}`),
-    join(here, 'sgemm.cc'),
-    '-o',
-    binary,
-    ...gypField(config, 'ldflags').split(' '),
-    '-ldl',
-  ],
-  { encoding: 'utf8' },
-);
+const { build, config } = await buildAgainstLibtorch(join(here, 'sgemm.cc'), binary, ['-ldl']);
 if (build.status !== 0) {
   console.error(`bench:sgemm: g++ could not build bench/sgemm.cc:\n${build.stderr}`);
   process.exit(1);

@@ -3,7 +3,6 @@
 
 #include <ATen/autocast_mode.h>
 #include <ATen/core/grad_mode.h>
-#include <dlfcn.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/version.h>
 
@@ -13,28 +12,13 @@
 #include <stdexcept>
 #include <string>
 
+#include "dnnl-sgemm.h"
+
 namespace flodl {
 namespace {
 
-// oneDNN's row-major sgemm: C = alpha · op(A) · op(B) + beta · C, 'N' or 'T' per operand; its
-// dnnl_status_t is 0 on success.
-using Sgemm = int (*)(char transA, char transB, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-                      int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
-
-// dnnl_sgemm from the libraries already in the process (libtorch's dependencies are loaded
-// with local scope, so they are looked up by name as well as globally); null when none has it.
-Sgemm findSgemm() {
-  void* symbol = dlsym(RTLD_DEFAULT, "dnnl_sgemm");
-  for (const char* library : {"libdnnl.so.3", "libdnnl.so.2"}) {
-    if (symbol != nullptr) break;
-    void* handle = dlopen(library, RTLD_LAZY | RTLD_NOLOAD);
-    if (handle != nullptr) symbol = dlsym(handle, "dnnl_sgemm");
-  }
-  return reinterpret_cast<Sgemm>(symbol);
-}
-
-Sgemm sgemm() {
-  static const Sgemm found = findSgemm();
+DnnlSgemm sgemm() {
+  static const DnnlSgemm found = findDnnlSgemm();
   return found;
 }
 

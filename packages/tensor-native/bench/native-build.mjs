@@ -6,15 +6,10 @@ import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
-/** The libtorch configuration the addon builds against, and `gypField` to read it. */
-async function libtorchConfig() {
-  const { findLibtorch, gypField } = await import(join(here, '..', 'scripts', 'libtorch.mjs'));
-  return { config: findLibtorch(), gypField };
-}
-
 /** Compiles `source` (C++17, -O2) into `binary` against that libtorch; spawnSync's result. */
 export async function buildAgainstLibtorch(source, binary, extraLinkFlags = []) {
-  const { config, gypField } = await libtorchConfig();
+  const { findLibtorch, gypField } = await import(join(here, '..', 'scripts', 'libtorch.mjs'));
+  const config = findLibtorch();
   const args = [
     '-std=c++17',
     '-O2',

@@ -191,10 +191,12 @@ bool agrees(Fusion f, at::ScalarType dtype, AdamReference reference) {
   for (const AdamSettings& s : settings) {
     for (const int64_t n : {int64_t{37}, int64_t{1003}}) {
       const at::Tensor start = at::randn({n}, generator, options);
-      AdamTensors ours{start.clone(), {}, at::zeros({n}, options), at::zeros({n}, options),
-                       s.amsgrad ? at::zeros({n}, options) : at::Tensor()};
-      AdamTensors theirs{start.clone(), {}, at::zeros({n}, options), at::zeros({n}, options),
-                         s.amsgrad ? at::zeros({n}, options) : at::Tensor()};
+      const auto fresh = [&] {
+        return AdamTensors{start.clone(), {}, at::zeros({n}, options), at::zeros({n}, options),
+                           s.amsgrad ? at::zeros({n}, options) : at::Tensor()};
+      };
+      AdamTensors ours = fresh();
+      AdamTensors theirs = fresh();
       for (int step = 1; step <= 3; ++step) {
         at::Tensor grad = at::randn({n}, generator, options);
         grad.slice(0, 0, n, 5).zero_();

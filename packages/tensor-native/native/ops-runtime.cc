@@ -449,7 +449,8 @@ FLODL_OP(setBackendFlag) {
     case BackendFlag::Deterministic: context.setDeterministicAlgorithms(value, false); break;
     case BackendFlag::OneDnnLinear:
       if (value && !oneDnnGemmAvailable()) {
-        c.state.fail("ERR_DEVICE", c.op, "this libtorch brings no oneDNN sgemm to the process (its own BLAS does the CPU linear maps)");
+        c.state.fail("ERR_DEVICE", c.op,
+                     "this libtorch brings no oneDNN sgemm to the process (its own BLAS does the CPU linear maps)");
       }
       setOneDnnGemmEnabled(value);
       break;

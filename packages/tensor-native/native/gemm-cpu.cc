@@ -6,6 +6,8 @@
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/version.h>
 
+#include <signal.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -32,10 +34,35 @@ std::atomic<bool>& enabledFlag() {
   return enabled;
 }
 
+// Holds the thread's asynchronous signals for its lifetime. oneDNN's generated f32 GEMM kernels
+// (up to 3.11) point the stack pointer into a heap workspace while they run: a signal delivered
+// then writes its frame over that heap memory, and the process aborts later in malloc or free.
+// Node's CPU profiler (SIGPROF, many times a second), a child's SIGCHLD or a user's SIGINT can
+// all land there; held, they are delivered as the product returns.
+class SignalsHeld {
+ public:
+  SignalsHeld() {
+    sigset_t held;
+    sigfillset(&held);
+    for (int synchronous : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP}) sigdelset(&held, synchronous);
+    pthread_sigmask(SIG_BLOCK, &held, &previous_);
+  }
+  ~SignalsHeld() { pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
+  SignalsHeld(const SignalsHeld&) = delete;
+  SignalsHeld& operator=(const SignalsHeld&) = delete;
+
+ private:
+  sigset_t previous_;
+};
+
 // C[m×n] = op(A) · op(B) (+ C when accumulate), row-major, leading dimensions as stored.
 void product(char transA, char transB, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
              int64_t ldb, bool accumulate, float* c, int64_t ldc) {
-  const int status = sgemm()(transA, transB, m, n, k, 1.0f, a, lda, b, ldb, accumulate ? 1.0f : 0.0f, c, ldc);
+  int status;
+  {
+    const SignalsHeld held;
+    status = sgemm()(transA, transB, m, n, k, 1.0f, a, lda, b, ldb, accumulate ? 1.0f : 0.0f, c, ldc);
+  }
   if (status != 0) throw std::runtime_error("oneDNN sgemm failed with status " + std::to_string(status));
 }
 

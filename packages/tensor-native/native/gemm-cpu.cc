@@ -41,17 +41,23 @@ std::atomic<bool>& enabledFlag() {
 // all land there; held, they are delivered as the product returns.
 class SignalsHeld {
  public:
-  SignalsHeld() {
-    sigset_t held;
-    sigfillset(&held);
-    for (int synchronous : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP}) sigdelset(&held, synchronous);
-    pthread_sigmask(SIG_BLOCK, &held, &previous_);
-  }
+  SignalsHeld() { pthread_sigmask(SIG_BLOCK, &asynchronous(), &previous_); }
   ~SignalsHeld() { pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
   SignalsHeld(const SignalsHeld&) = delete;
   SignalsHeld& operator=(const SignalsHeld&) = delete;
 
  private:
+  // Every signal but the synchronous ones (a fault in the product is reported, not held).
+  static const sigset_t& asynchronous() {
+    static const sigset_t set = [] {
+      sigset_t all;
+      sigfillset(&all);
+      for (int synchronous : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP}) sigdelset(&all, synchronous);
+      return all;
+    }();
+    return set;
+  }
+
   sigset_t previous_;
 };
 

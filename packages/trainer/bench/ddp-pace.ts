@@ -1,55 +1,111 @@
 // Unequal ranks on one machine for `pnpm bench:ddp`: a rank at speed s < 1 idles, at the start
-// of every trainStep, for (1/s − 1) × its measured work per step, so it trains at s of its own
-// pace. The idle is `Atomics.wait` on a SharedArrayBuffer: the thread blocks in the kernel and
-// uses no CPU, so the other ranks keep their cores.
+// of its steps, so that each step (work and idle) lasts warm / s, where warm is what the rank's
+// step takes when it runs straight after the previous one: the rank trains at s of its own pace.
+// The idle is `Atomics.wait` on a SharedArrayBuffer: the thread blocks in the kernel and uses no
+// CPU, so the other ranks keep their cores.
 //
 // The work of a step is the time from the start of its forward (after the idle) to the end of
 // its optimizer step: compute only, no data wait, no averaging round, no barrier, so those are
-// not stretched. The idle is sized from the median of the last WINDOW steps' work, which
-// ignores the odd slow step (a GC, a page fault).
+// not stretched. A step that starts after an idle runs slower than one that does not (its
+// caches and the core's clock have gone cold: measured here, 12% on the CNN at speed 0.5), so
+// sizing the idle from the paced steps' own work would slow the rank below s. Instead every
+// PROBE_EVERY-th step runs unpaced and times the warm work (the median of the last WINDOW such
+// steps); each paced step idles for warm / s less what the rank is expected to work (the median
+// of its last WINDOW paced steps), and the difference between the period aimed at and the one
+// measured is carried to the next step, so a probe's idle and a cold step's extra time are paid
+// back. The medians ignore the odd slow step (a GC, a page fault).
 import { Adam, type AdamOptions } from '@flodl/nn';
 
-/** Steps the median is taken over. */
+/** Steps each median is taken over. */
 const WINDOW = 15;
+/** Every this many steps, one runs without idle to time the warm work. */
+const PROBE_EVERY = 8;
+/** The first steps all run unpaced, so one slow first step (allocation, warm-up) does not set the pace. */
+const FIRST_PROBES = 3;
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] as number;
+}
+
+/** The pacer's clock and idle (tests give it a simulated one). */
+export interface PacerClock {
+  /** Milliseconds, monotonic. */
+  now(): number;
+  /** Blocks the thread for `ms` without using CPU. */
+  idle(ms: number): void;
+}
+
+const cell = new Int32Array(new SharedArrayBuffer(4));
+const realClock: PacerClock = {
+  now: () => performance.now(),
+  idle: (ms) => {
+    Atomics.wait(cell, 0, 0, ms);
+  },
+};
 
 /** Slows the calling thread to `speed` (0 < speed ≤ 1) of its own compute rate. */
 export class Pacer {
   readonly #speed: number;
-  readonly #cell = new Int32Array(new SharedArrayBuffer(4));
-  readonly #work: number[] = [];
+  readonly #clock: PacerClock;
+  /** Work of recent unpaced (probe) steps, ms. */
+  readonly #warm: number[] = [];
+  /** Work of recent paced steps, ms. */
+  readonly #cold: number[] = [];
+  #steps = 0;
+  /** Period aimed at less period spent so far, ms: idle still owed (negative: overspent). */
+  #owed = 0;
+  #idle = 0;
+  #probe = false;
   #start: number | undefined;
   /** Idle inserted so far, ms. */
   idleMs = 0;
+  /** The warm work per step the pace is set from, ms (0 before the first probe, and at speed 1). */
+  get warmMs(): number {
+    return this.#warm.length > 0 ? median(this.#warm) : 0;
+  }
 
-  constructor(speed: number) {
+  constructor(speed: number, clock: PacerClock = realClock) {
     if (!(speed > 0 && speed <= 1)) throw new RangeError(`speed must be in (0, 1], got ${speed}`);
     this.#speed = speed;
+    this.#clock = clock;
   }
 
   /** Call at the start of every step (before the forward): idles for it, returns the idle in ms. */
   begin(): number {
-    let idle = 0;
-    if (this.#speed < 1 && this.#work.length > 0) {
-      const sorted = [...this.#work].sort((a, b) => a - b);
-      const wait = (sorted[Math.floor(sorted.length / 2)] as number) * (1 / this.#speed - 1);
-      const before = performance.now();
-      Atomics.wait(this.#cell, 0, 0, wait);
-      idle = performance.now() - before; // what the wait really took
-      this.idleMs += idle;
+    this.#idle = 0;
+    if (this.#speed < 1) {
+      this.#probe = this.#warm.length < FIRST_PROBES || this.#steps % PROBE_EVERY === 0;
+      this.#steps += 1;
+      if (!this.#probe) {
+        const period = median(this.#warm) / this.#speed;
+        const expected = this.#cold.length > 0 ? median(this.#cold) : median(this.#warm);
+        const wait = period - expected + this.#owed;
+        if (wait > 0) {
+          const before = this.#clock.now();
+          this.#clock.idle(wait);
+          this.#idle = this.#clock.now() - before; // what the wait really took
+          this.idleMs += this.#idle;
+        }
+      }
     }
-    this.#start = performance.now();
-    return idle;
+    this.#start = this.#clock.now();
+    return this.#idle;
   }
 
   /** Call when the step's optimizer update is done: books the step's work. */
   end(): void {
     if (this.#start === undefined || this.#speed === 1) return;
-    this.#work.push(performance.now() - this.#start);
-    if (this.#work.length > WINDOW) this.#work.shift();
+    const work = this.#clock.now() - this.#start;
     this.#start = undefined;
+    const times = this.#probe ? this.#warm : this.#cold;
+    times.push(work);
+    if (times.length > WINDOW) times.shift();
+    const period = median(this.#warm) / this.#speed;
+    // Carried to the next step, bounded so a stall (a GC, a swap) is not paid back for long.
+    this.#owed = Math.min(period, Math.max(-period, this.#owed + period - work - this.#idle));
   }
 }
-
 /** Adam that tells `pacer` when each update is done (the end of the step's compute). */
 export class PacedAdam extends Adam {
   readonly #pacer: Pacer;

@@ -1,6 +1,6 @@
 // The verdict and the printed report of `pnpm bench:ddp`: each run against the fastest rank
 // alone, its ideal ratio, and where the time went when it falls short.
-import type { RunResult } from './ddp-run.js';
+import type { RankPart, RunResult } from './ddp-run.js';
 
 /** Fraction of the ideal ratio a run must reach (1.35x of 1.5x; 1.8x of 2x). */
 export const RATIO_TARGET = 0.9;
@@ -18,6 +18,11 @@ export interface Assessed extends RunResult {
    * on mixed devices the speeds are the ranks' measured compute rates.
    */
   ideal: number;
+  /**
+   * The same from what the ranks' compute measured in this run against the fastest rank alone's:
+   * below `ideal` where ranks sharing a machine slow each other down (cores, caches, memory).
+   */
+  measuredIdeal: number;
   /** ratio / ideal. */
   efficiency: number;
   /** accuracy − the fastest rank alone's, percentage points. */
@@ -28,15 +33,18 @@ export interface Assessed extends RunResult {
   timeWent: string[];
 }
 
+/** A rank's samples per ms of compute (the pacing idle included). */
+function computeRate(part: RankPart): number {
+  return part.computeMs > 0 ? part.samples / part.computeMs : 0;
+}
+
 /** Compares `run` with `alone` (the fastest rank alone; a run compared with itself has ratio 1). */
 export function assess(run: RunResult, alone: RunResult): Assessed {
   const sync = run.mode.endsWith('Sync');
   // Ranks on one kind of device go at their given speeds; on different kinds (a CPU rank beside
   // a GPU rank) at what their compute measured: samples per second of compute, pacing included.
   const mixed = new Set(run.devices.map((device) => device.replace(/:\d+$/, ''))).size > 1;
-  const speeds = mixed
-    ? run.perRank.map((part) => (part.computeMs > 0 ? part.samples / part.computeMs : 0))
-    : run.speeds;
+  const speeds = mixed ? run.perRank.map(computeRate) : run.speeds;
   const fastest = Math.max(...speeds);
   const ideal =
     run.mode === 'alone'
@@ -44,6 +52,12 @@ export function assess(run: RunResult, alone: RunResult): Assessed {
       : sync
         ? (run.ranks * Math.min(...speeds)) / fastest
         : speeds.reduce((a, b) => a + b, 0) / fastest;
+  const rates = run.perRank.map(computeRate);
+  const aloneRate = alone.perRank[0] === undefined ? 0 : computeRate(alone.perRank[0]);
+  const measuredIdeal =
+    run.mode === 'alone' || aloneRate === 0
+      ? 1
+      : (sync ? run.ranks * Math.min(...rates) : rates.reduce((a, b) => a + b, 0)) / aloneRate;
   const ratio = run.samplesPerSec / alone.samplesPerSec;
   const ratioWall = run.samples / run.wallMs / (alone.samples / alone.wallMs);
   const accuracyDelta = (run.accuracy - alone.accuracy) * 100;
@@ -58,7 +72,9 @@ export function assess(run: RunResult, alone: RunResult): Assessed {
             return (
               `rank ${part.rank} (speed ${part.speed}): compute ${pct(part.computeMs)} ` +
               `(pacing idle ${pct(part.paceIdleMs)}), data ${pct(part.dataMs)}, ` +
-              `barriers + averaging ${pct(part.waitMs)}; done with its share at ${(part.shareDone * 100).toFixed(0)}% of the epoch`
+              `barriers + averaging ${pct(part.waitMs)}; done with its share at ${(part.shareDone * 100).toFixed(0)}% of the epoch; ` +
+              `work ${part.workPerStepMs.toFixed(1)} ms a step` +
+              (part.warmStepMs > 0 ? ` (${part.warmStepMs.toFixed(1)} ms warm, the pace's base)` : '')
             );
           }),
           `${run.rounds} averaging rounds, ${(run.averagingMs / 1000).toFixed(2)} s from round start to done ` +
@@ -73,6 +89,7 @@ export function assess(run: RunResult, alone: RunResult): Assessed {
     ratio,
     ratioWall,
     ideal,
+    measuredIdeal,
     efficiency: ratio / ideal,
     accuracyDelta,
     met,
@@ -119,6 +136,7 @@ export function printReport(report: Report): void {
     'samples/s',
     'x alone',
     'ideal',
+    'measured',
     'wall x',
     'acc %',
     'Δ pts',
@@ -139,6 +157,7 @@ export function printReport(report: Report): void {
     run.samplesPerSec.toFixed(0),
     run.ratio.toFixed(2),
     run.ideal.toFixed(2),
+    run.measuredIdeal.toFixed(2),
     run.ratioWall.toFixed(2),
     (run.accuracy * 100).toFixed(2),
     run.accuracyDelta.toFixed(2),
@@ -152,7 +171,8 @@ export function printReport(report: Report): void {
   console.log(pad(header, widths));
   for (const row of rows) console.log(pad(row, widths));
   console.log(
-    `target: x alone ≥ ${RATIO_TARGET} × ideal (Sync is paced by its slowest rank) and accuracy within ${ACCURACY_TARGET_POINTS} points`,
+    `target: x alone ≥ ${RATIO_TARGET} × ideal (Sync is paced by its slowest rank) and accuracy within ${ACCURACY_TARGET_POINTS} points; ` +
+      `measured: the ideal from the ranks' compute rates in the run over the fastest rank alone's`,
   );
   for (const run of report.runs) {
     if (run.mode !== 'alone' || run.aloneRuns === undefined) continue;

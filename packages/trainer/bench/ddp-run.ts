@@ -51,6 +51,10 @@ export interface RankPart {
   waitMs: number;
   /** Idle the pacer inserted (part of computeMs). */
   paceIdleMs: number;
+  /** Compute per step without the pacing idle, ms. */
+  workPerStepMs: number;
+  /** A paced rank's warm work per step (a step run straight after the last), the pace's base, ms. */
+  warmStepMs: number;
   /** When the rank finished its share, as a fraction of the epoch (mean over epochs). */
   shareDone: number;
 }
@@ -145,6 +149,8 @@ function rankParts(config: RunConfig, speeds: number[], metrics: EpochMetrics[])
     const paceIdleMs = sum(
       (m) => ((m.perRank[rank]?.paceIdleMs ?? 0) * (m.perRankSamples[rank] ?? 0)) / config.batchSize,
     );
+    const steps = samples / config.batchSize;
+    const warmStepMs = metrics.length > 0 ? sum((m) => m.perRank[rank]?.paceWarmMs) / metrics.length : 0;
     const shareDone = sum((m) => (m.epochMs > 0 ? (m.perRankShareCompleteMs[rank] ?? 0) / m.epochMs : 0));
     return {
       rank,
@@ -155,6 +161,8 @@ function rankParts(config: RunConfig, speeds: number[], metrics: EpochMetrics[])
       dataMs,
       waitMs: Math.max(0, epochMs - computeMs - dataMs),
       paceIdleMs,
+      workPerStepMs: steps > 0 ? (computeMs - paceIdleMs) / steps : 0,
+      warmStepMs,
       shareDone: metrics.length > 0 ? shareDone / metrics.length : 0,
     };
   });
@@ -180,6 +188,7 @@ export async function runConfig(config: RunConfig): Promise<void> {
     (params) => new PacedAdam(params, { lr: config.lr }, pacer),
     (model, batch) => {
       recordScalar('paceIdleMs', pacer.begin());
+      recordScalar('paceWarmMs', pacer.warmMs);
       return crossEntropy(model.forward(batch.get('image')), batch.get('label'));
     },
   )

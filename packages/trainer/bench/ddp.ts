@@ -197,6 +197,10 @@ function meanOfAlone(runs: readonly RunResult[]): RunResult {
     wallMs: mean((run) => run.wallMs),
     trainMs: mean((run) => run.trainMs),
     samplesPerSec: mean((run) => run.samplesPerSec),
+    perRank: (runs[0] as RunResult).perRank.map((part, rank) => ({
+      ...part,
+      computeMs: mean((run) => run.perRank[rank]?.computeMs ?? 0),
+    })),
     aloneRuns: runs.map((run) => run.samplesPerSec),
   };
 }

@@ -47,6 +47,8 @@ const RANK_FIELDS = [
   'dataMs',
   'waitMs',
   'paceIdleMs',
+  'workPerStepMs',
+  'warmStepMs',
   'shareDone',
 ];
 
@@ -71,7 +73,7 @@ describe('bench:ddp', () => {
           process.execPath,
           [
             ...['--expose-gc', '--import', 'tsx', bench, '--model', 'mlp', '--modes', 'CpuCadence'],
-            ...['--samples', '512', '--epochs', '1', '--speeds', '1,0.5', '--split', 'test'],
+            ...['--samples', '2048', '--epochs', '2', '--speeds', '1,0.5', '--split', 'test'],
             ...['--holdout', '500', '--json', out],
           ],
           { stdio: ['ignore', 'pipe', 'pipe'] },
@@ -88,13 +90,13 @@ describe('bench:ddp', () => {
         clearTimeout(timer);
         expect(status, stderr).toBe(0);
         const report = JSON.parse(readFileSync(out, 'utf8'));
-        expect(report.settings).toMatchObject({ samples: 512, epochs: 1, split: 'test', holdout: 500 });
+        expect(report.settings).toMatchObject({ samples: 2048, epochs: 2, split: 'test', holdout: 500 });
         expect(report.runs.map((run: { mode: string }) => run.mode)).toEqual(['alone', 'CpuCadence']);
         for (const run of report.runs) {
           for (const field of RUN_FIELDS) expect(run, field).toHaveProperty(field);
           expect(run.ratio).toBeGreaterThan(0);
           expect(run.ratioWall).toBeGreaterThan(0);
-          expect(run.accuracy).toBeGreaterThan(0.1); // better than chance after 512 images
+          expect(run.accuracy).toBeGreaterThan(0.1); // better than chance after 2 × 2048 images
           expect(run.evalSamples).toBe(500);
           expect(run.samples).toBeGreaterThan(0);
         }
@@ -116,6 +118,12 @@ describe('bench:ddp', () => {
         // the half-speed rank idled; the full-speed one did not
         expect(cadence.perRank[1].paceIdleMs).toBeGreaterThan(0);
         expect(cadence.perRank[0].paceIdleMs).toBe(0);
+        // the paced rank's pace comes from its warm work; every rank's work per step was timed
+        expect(cadence.perRank[1].warmStepMs).toBeGreaterThan(0);
+        expect(cadence.perRank[0].warmStepMs).toBe(0);
+        for (const part of cadence.perRank) expect(part.workPerStepMs).toBeGreaterThan(0);
+        expect(cadence.measuredIdeal).toBeGreaterThan(0);
+        expect(alone.measuredIdeal).toBe(1);
         expect(cadence.perRank[0].share + cadence.perRank[1].share).toBeCloseTo(1);
       } finally {
         rmSync(dir, { recursive: true, force: true });

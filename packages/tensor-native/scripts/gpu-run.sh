@@ -79,14 +79,15 @@ for phase in "${phases[@]}"; do
       else echo "managed skipped: no .device/fashion-mnist (gpu-pack.sh copies it from Debian's dataset-fashion-mnist)"; fi ;;
     ddp)
       # bench:ddp on CPU ranks (1 thread each): equal ranks, then one at half speed. The MLP and
-      # the CNN run separately, each sized to train long enough for ElChe to calibrate.
+      # the CNN run separately, each sized to train long enough for ElChe to calibrate (about
+      # 8 minutes on 16 cores).
       if [ -d .device/fashion-mnist ]; then
         (cd packages/trainer && for speeds in 1,1 1,0.5; do
           node --expose-gc --import tsx bench/ddp.ts --model mlp --speeds "$speeds" \
-            --root "$root/.device/fashion-mnist" --split test --samples 8000 --epochs 20 \
+            --root "$root/.device/fashion-mnist" --split test --samples 8000 --epochs 100 \
             ${OUT:+--json "$OUT/ddp-mlp-${speeds/,/_}.json"} &&
             node --expose-gc --import tsx bench/ddp.ts --model cnn --speeds "$speeds" \
-              --root "$root/.device/fashion-mnist" --split test --samples 8000 --epochs 8 \
+              --root "$root/.device/fashion-mnist" --split test --samples 8000 --epochs 24 \
               ${OUT:+--json "$OUT/ddp-cnn-${speeds/,/_}.json"} || exit 1
         done) 2>&1 | log ddp || status=1
       else echo "ddp skipped: no .device/fashion-mnist (gpu-pack.sh copies it from Debian's dataset-fashion-mnist)"; fi ;;

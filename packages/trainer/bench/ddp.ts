@@ -9,12 +9,13 @@
 // so, where this libtorch has no Gloo). Every rank and the single run use one thread.
 //
 // Unequal ranks on one machine: `--speeds 1,0.5` gives each rank a speed. A rank at speed s
-// idles at the start of every step for (1/s − 1) × its measured work per step (the median over
-// its last 15 steps of the time from the forward's start to the optimizer step's end, so data
-// waits, barriers and averaging rounds are not stretched), blocked in `Atomics.wait` on a
-// SharedArrayBuffer: it uses no CPU while idle, so the other ranks keep their cores, and it
-// trains at s of its own pace, like a slower device. The fastest rank alone runs at the
-// highest speed given.
+// idles before its steps so that each step lasts its warm work / s: the warm work is the median
+// time, from the forward's start to the optimizer step's end, of the steps it runs without idle
+// (the first three and every eighth), so data waits, barriers and averaging rounds are not
+// stretched, and a step slowed by the idle before it (cold caches) does not slow the rank below
+// s. It idles blocked in `Atomics.wait` on a SharedArrayBuffer: it uses no CPU while idle, so
+// the other ranks keep their cores, and it trains at s of its own pace, like a slower device.
+// The fastest rank alone runs at the highest speed given.
 //
 // Each configuration runs in its own process (this script with `--run`), which is the
 // Trainer's launcher; the Trainer re-runs that same command line as each rank. Reported per
@@ -22,7 +23,9 @@
 // to the last's end), samples/s over the training time, its ratio over the fastest rank alone
 // (and by wall time), the ideal ratio (Σ speeds / fastest; for Sync, ranks × slowest / fastest,
 // since every rank waits for the slowest each batch), test accuracy and loss, averaging rounds
-// and their time, and each rank's share of the samples. A run that misses 0.9 × its ideal (1.35x
+// and their time, each rank's share of the samples, and the ideal from what the ranks' compute
+// measured in the run over the fastest rank alone's (below the given one where ranks sharing a
+// machine slow each other down). A run that misses 0.9 × its ideal (1.35x
 // for speeds 1,0.5; 1.8x for equal ranks) or 0.5 accuracy points gets a line saying where each
 // rank's time went: compute (pacing idle included), waiting on data, waiting at barriers and
 // for averaging.

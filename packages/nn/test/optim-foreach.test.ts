@@ -1,6 +1,6 @@
 // The multi-tensor (foreach) steps against the per-parameter ones, bit for bit in float64 on the
-// CPU (Adam and AdamW in float32 too, where the one-pass CPU kernel takes them): SGD, Adam and
-// AdamW in every variant, zeroGrad in one call, and clipGradNorm_ against the per-gradient
+// CPU (Adam and AdamW in float32 too, where the one-pass CPU kernel takes them): SGD, Adam,
+// AdamW, RMSprop and Adagrad in every variant, zeroGrad in one call, and clipGradNorm_ against the per-gradient
 // computation it replaced.
 import {
   aten,
@@ -19,7 +19,7 @@ import { expectFlodlError } from '@flodl/testing';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { clipGradNorm_ } from '../src/clip.js';
 import { Linear } from '../src/layers/linear.js';
-import { Adam, AdamW, type Optimizer, SGD } from '../src/optim/index.js';
+import { Adagrad, Adam, AdamW, type Optimizer, RMSprop, type RMSpropState, SGD } from '../src/optim/index.js';
 
 const SHAPES = [[5, 3], [3], [], [2, 4, 2]];
 
@@ -91,6 +91,8 @@ function expectSameSteps(
 const sgd: Make = (params, options) => new SGD(params, { lr: 0.1, ...options });
 const adam: Make = (params, options) => new Adam(params, options);
 const adamW: Make = (params, options) => new AdamW(params, options);
+const rmsprop: Make = (params, options) => new RMSprop(params, options);
+const adagrad: Make = (params, options) => new Adagrad(params, options);
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -125,6 +127,118 @@ describe('foreach Adam and AdamW', () => {
       expectSameSteps(make, options);
     },
   );
+});
+
+describe('foreach RMSprop and Adagrad', () => {
+  it.each([
+    ['RMSprop, float64', rmsprop, {}, 'float64'],
+    ['RMSprop, float64', rmsprop, { weightDecay: 0.1, maximize: true, alpha: 0.9, eps: 1e-6 }, 'float64'],
+    ['RMSprop, float64', rmsprop, { momentum: 0.9, lr: 0.001 }, 'float64'],
+    ['RMSprop, float64', rmsprop, { centered: true, momentum: 0.5, weightDecay: 0.01 }, 'float64'],
+    ['RMSprop, float32', rmsprop, { centered: true, maximize: true }, 'float32'],
+    ['Adagrad, float64', adagrad, {}, 'float64'],
+    [
+      'Adagrad, float64',
+      adagrad,
+      { lrDecay: 0.1, weightDecay: 0.2, initialAccumulatorValue: 0.5 },
+      'float64',
+    ],
+    ['Adagrad, float32', adagrad, { maximize: true, eps: 1e-3, lrDecay: 0.01 }, 'float32'],
+  ] as const)('%s: equals the per-parameter update bit for bit (case %#)', (_name, make, options, dtype) => {
+    expectSameSteps(make, options, 12, dtype);
+  });
+
+  it('creates the state a group switches on later (momentum, centered) as the per-parameter step does', () => {
+    const foreach = leaves(1, 'float64', SHAPES);
+    const single = leaves(1, 'float64', SHAPES);
+    const multi = new RMSprop(foreach, { foreach: true });
+    const plain = new RMSprop(single, { foreach: false });
+    manualSeed(3);
+    for (let step = 0; step < 6; step++) {
+      if (step === 3)
+        for (const optimizer of [multi, plain]) {
+          optimizer.paramGroups[0]!.momentum = 0.9;
+          optimizer.paramGroups[0]!.centered = true;
+        }
+      tidy(() => {
+        for (const [k, shape] of SHAPES.entries()) {
+          const gradient = randn(shape, { dtype: 'float64', device: 'cpu' });
+          foreach[k]!.setGrad(gradient.clone());
+          single[k]!.setGrad(gradient.clone());
+        }
+      });
+      multi.step();
+      plain.step();
+    }
+    for (const [k, param] of foreach.entries()) {
+      expect(bytes(param), `parameter ${k}`).toEqual(bytes(single[k]!));
+      const state = multi.getState(param) as RMSpropState;
+      expect(bytes(state.momentumBuffer!)).toEqual(
+        bytes((plain.getState(single[k]!) as RMSpropState).momentumBuffer!),
+      );
+      expect(bytes(state.gradAvg!)).toEqual(bytes((plain.getState(single[k]!) as RMSpropState).gradAvg!));
+    }
+    multi.dispose();
+    plain.dispose();
+    disposeAll([...foreach, ...single]);
+  });
+
+  it('takes one native call per group', () => {
+    const params = leaves(1, 'float32', SHAPES);
+    const spy = vi.spyOn(aten, 'call');
+    const optimizers = [new RMSprop(params, { momentum: 0.9 }), new Adagrad(params)];
+    for (const param of params) param.setGrad(zeros(param.shape, { dtype: 'float32', device: 'cpu' }));
+    for (const optimizer of optimizers) optimizer.step();
+    const names = spy.mock.calls.map(([name]) => name);
+    expect(names.filter((name) => name === 'foreachRmsprop')).toHaveLength(1);
+    expect(names.filter((name) => name === 'foreachAdagrad')).toHaveLength(1);
+    for (const optimizer of optimizers) optimizer.dispose();
+    disposeAll(params);
+  });
+
+  it('refuses state lists that do not match the parameters, with a typed error', () => {
+    const params = leaves(1, 'float32', SHAPES.slice(0, 2));
+    for (const param of params) param.setGrad(zeros(param.shape, { dtype: 'float32', device: 'cpu' }));
+    const one = [zeros(params[0]!.shape, { dtype: 'float32', device: 'cpu' })];
+    const bad = [
+      () =>
+        aten.call(
+          'foreachRmsprop',
+          params,
+          undefined,
+          one,
+          undefined,
+          undefined,
+          0.01,
+          0.99,
+          1e-8,
+          0,
+          0,
+          false,
+          false,
+        ),
+      () =>
+        aten.call(
+          'foreachRmsprop',
+          params,
+          undefined,
+          [...one, ...one],
+          one,
+          undefined,
+          0.01,
+          0.99,
+          1e-8,
+          0,
+          0.9,
+          false,
+          false,
+        ),
+      () => aten.call('foreachAdagrad', params, undefined, one, [0.01, 0.01], 0, 1e-10, false),
+      () => aten.call('foreachAdagrad', params, undefined, [...one, ...one], [0.01], 0, 1e-10, false),
+    ];
+    for (const call of bad) expectFlodlError(call, 'ERR_INVALID_ARGUMENT');
+    disposeAll([...params, ...one]);
+  });
 });
 
 /** Shapes from one element to a few lanes' worth and one past libtorch's parallel grain. */

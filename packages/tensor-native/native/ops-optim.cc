@@ -1,8 +1,9 @@
 // The optimizer step's multi-tensor ops: libtorch 2.x's fused Adam/AdamW kernels (one CUDA
 // kernel per step; CUDA builds) and foreach Adam/AdamW step (PyTorch's multi-tensor order, the
-// default for CUDA parameters), and, on every libtorch, one call per group for the Adam/AdamW and
-// SGD updates op for op as the per-parameter ones (bit for bit equal on the CPU, where libtorch's
-// _foreach_* ops apply the per-tensor op to each entry), zeroing every gradient of a list and the
+// default for CUDA parameters), and, on every libtorch, one call per group for the Adam/AdamW,
+// SGD, RMSprop and Adagrad updates op for op as the per-parameter ones (bit for bit equal on
+// the CPU, where libtorch's _foreach_* ops apply the per-tensor op to each entry; RMSprop and
+// Adagrad run the per-parameter ops on every device), zeroing every gradient of a list and the
 // clipping of their total norm. Builds without the 2.x kernels do not register those entries;
 // @flodl/nn checks `aten.has(...)` and falls back to per-parameter ops.
 #include <ATen/ATen.h>
@@ -353,6 +354,81 @@ FLODL_OP(foreachSgd) {
   return out;
 }
 
+// Argument i as one tensor per parameter (a state list of the group).
+std::vector<at::Tensor> stateList(Call& c, size_t i, size_t n, const char* what) {
+  std::vector<at::Tensor> list = c.tensors(i);
+  if (list.size() != n) c.invalid(i, what);
+  return list;
+}
+
+// foreachRmsprop(params[], grads[]?, squareAvgs[], momentumBuffers[]?, gradAvgs[]?, lr, alpha, eps,
+//                weightDecay, momentum, centered, maximize)
+// One RMSprop step over a whole group in one call, op for op as RMSprop.stepParameter in
+// @flodl/nn (PyTorch's _single_tensor_rmsprop), so it is bit for bit that update on every
+// device. momentumBuffers with momentum > 0, gradAvgs when centered (absent otherwise). Grads
+// absent: the params'.
+FLODL_OP(foreachRmsprop) {
+  const std::vector<at::Tensor> params = c.tensors(0);
+  const size_t n = params.size();
+  if (n == 0) c.invalid(0, "at least one parameter");
+  const std::vector<at::Tensor> grads = groupGrads(c, 1, params);
+  const std::vector<at::Tensor> squareAvgs = stateList(c, 2, n, "one square average per parameter");
+  const double lr = c.number(5), alpha = c.number(6), eps = c.number(7), weightDecay = c.number(8);
+  const double momentum = c.number(9);
+  const bool centered = c.flag(10), maximize = c.flag(11);
+  const std::vector<at::Tensor> buffers = momentum > 0
+      ? stateList(c, 3, n, "one momentum buffer per parameter with momentum")
+      : std::vector<at::Tensor>{};
+  const std::vector<at::Tensor> gradAvgs = centered
+      ? stateList(c, 4, n, "one gradient average per parameter when centered")
+      : std::vector<at::Tensor>{};
+  at::NoGradGuard noGrad;
+  for (size_t k = 0; k < n; ++k) {
+    at::Tensor direction = maximize ? grads[k].neg() : grads[k];
+    if (weightDecay != 0) direction = direction.add(params[k], at::Scalar(weightDecay));
+    squareAvgs[k].mul_(at::Scalar(alpha)).addcmul_(direction, direction, at::Scalar(1 - alpha));
+    at::Tensor average;
+    if (centered) {
+      gradAvgs[k].mul_(at::Scalar(alpha)).add_(direction, at::Scalar(1 - alpha));
+      average = squareAvgs[k].clone().addcmul_(gradAvgs[k], gradAvgs[k], at::Scalar(-1)).sqrt_();
+    } else {
+      average = squareAvgs[k].sqrt();
+    }
+    average.add_(at::Scalar(eps));
+    if (momentum > 0) {
+      buffers[k].mul_(at::Scalar(momentum)).addcdiv_(direction, average);
+      params[k].add_(buffers[k], at::Scalar(-lr));
+    } else {
+      params[k].addcdiv_(direction, average, at::Scalar(-lr));
+    }
+  }
+  return c.undefined();
+}
+
+// foreachAdagrad(params[], grads[]?, sums[], lrs[], weightDecay, eps, maximize)
+// One Adagrad step over a whole group in one call, op for op as Adagrad.stepParameter in
+// @flodl/nn (PyTorch's _single_tensor_adagrad, dense): lrs holds each parameter's decayed
+// learning rate for this step. Grads absent: the params'.
+FLODL_OP(foreachAdagrad) {
+  const std::vector<at::Tensor> params = c.tensors(0);
+  const size_t n = params.size();
+  if (n == 0) c.invalid(0, "at least one parameter");
+  const std::vector<at::Tensor> grads = groupGrads(c, 1, params);
+  const std::vector<at::Tensor> sums = stateList(c, 2, n, "one accumulator per parameter");
+  const std::vector<at::Scalar> lrs = scalarList(c, 3, n);
+  const double weightDecay = c.number(4), eps = c.number(5);
+  const bool maximize = c.flag(6);
+  at::NoGradGuard noGrad;
+  for (size_t k = 0; k < n; ++k) {
+    at::Tensor direction = maximize ? grads[k].neg() : grads[k];
+    if (weightDecay != 0) direction = direction.add(params[k], at::Scalar(weightDecay));
+    sums[k].addcmul_(direction, direction, at::Scalar(1));
+    const at::Tensor deviation = sums[k].sqrt().add_(at::Scalar(eps));
+    params[k].addcdiv_(direction, deviation, at::Scalar(-lrs[k].toDouble()));
+  }
+  return c.undefined();
+}
+
 // hasGrads(params[]) -> boolean[]: whether each parameter has an accumulated gradient.
 FLODL_OP(hasGrads) {
   const std::vector<at::Tensor> params = c.tensors(0);
@@ -418,6 +494,8 @@ void registerOptimOps(Registry& r) {
   FLODL_REGISTER(r, foreachAdamExact);
   FLODL_REGISTER(r, adamOnePassKernel);
   FLODL_REGISTER(r, foreachSgd);
+  FLODL_REGISTER(r, foreachRmsprop);
+  FLODL_REGISTER(r, foreachAdagrad);
   FLODL_REGISTER(r, hasGrads);
   FLODL_REGISTER(r, zeroGrads);
   FLODL_REGISTER(r, gradsNorm);

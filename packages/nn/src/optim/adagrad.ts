@@ -1,5 +1,6 @@
-import { fullLike, type Tensor } from '@flodl/tensor-native';
-import { Optimizer, type OptimizerDefinition } from './optimizer.js';
+import { aten, fullLike, type Tensor } from '@flodl/tensor-native';
+import { checkForeach, foreachChosen } from './foreach.js';
+import { type GroupItem, Optimizer, type OptimizerDefinition } from './optimizer.js';
 import { checkBoolean, checkNumberInRange } from './options.js';
 import type { OptimizerParams, ParamGroup } from './param-groups.js';
 
@@ -17,6 +18,12 @@ export interface AdagradOptions {
   eps?: number;
   /** Maximize the objective instead of minimizing it. Default false. */
   maximize?: boolean;
+  /**
+   * Update a group in one native call instead of several calls per parameter, bit for bit the
+   * per-parameter update. `null` (the default) takes it on every device; `false` keeps the
+   * per-parameter ops; `true` asks for it.
+   */
+  foreach?: boolean | null;
 }
 
 /** The options of one Adagrad parameter group, every value resolved. */
@@ -27,12 +34,21 @@ export type AdagradState = { step: number; sum: Tensor };
 
 const definition: OptimizerDefinition<AdagradGroupOptions> = {
   name: 'Adagrad',
-  defaults: { lr: 1e-2, lrDecay: 0, weightDecay: 0, initialAccumulatorValue: 0, eps: 1e-10, maximize: false },
+  defaults: {
+    lr: 1e-2,
+    lrDecay: 0,
+    weightDecay: 0,
+    initialAccumulatorValue: 0,
+    eps: 1e-10,
+    maximize: false,
+    foreach: null,
+  },
   validate(options, where) {
     for (const key of ['lr', 'lrDecay', 'weightDecay', 'initialAccumulatorValue', 'eps'] as const) {
       if (options[key] !== undefined) checkNumberInRange('Adagrad', `${where}.${key}`, options[key], 0);
     }
     if (options.maximize !== undefined) checkBoolean('Adagrad', `${where}.maximize`, options.maximize);
+    if (options.foreach !== undefined) checkForeach('Adagrad', `${where}.foreach`, options.foreach);
   },
   stateLayout: { step: 'count', sum: 'tensor' },
 };
@@ -63,7 +79,8 @@ const definition: OptimizerDefinition<AdagradGroupOptions> = {
  * });
  * ```
  * PyTorch equivalent: `torch.optim.Adagrad(params, lr=1e-2, lr_decay=0, weight_decay=0,
- * initial_accumulator_value=0, eps=1e-10, maximize=False)` (the single-tensor, dense path).
+ * initial_accumulator_value=0, eps=1e-10, maximize=False, foreach=None)` (the single-tensor,
+ * dense path, op for op, in one native call per group with `foreach`).
  */
 export class Adagrad extends Optimizer<AdagradGroupOptions, AdagradState> {
   constructor(params: OptimizerParams<AdagradGroupOptions>, options?: AdagradOptions) {
@@ -76,6 +93,28 @@ export class Adagrad extends Optimizer<AdagradGroupOptions, AdagradState> {
 
   protected createState(param: Tensor, group: ParamGroup<AdagradGroupOptions>): AdagradState {
     return { step: 0, sum: fullLike(param, group.initialAccumulatorValue) };
+  }
+
+  protected override takesGroupWhole(group: ParamGroup<AdagradGroupOptions>): boolean {
+    return foreachChosen(group.foreach);
+  }
+
+  /** The whole group in one native call, in `stepParameter`'s op order. */
+  protected override stepGroupWhole(
+    group: ParamGroup<AdagradGroupOptions>,
+    items: readonly GroupItem<AdagradState>[],
+  ): void {
+    for (const { state } of items) state.step += 1;
+    aten.call(
+      'foreachAdagrad',
+      items.map(({ param }) => param),
+      undefined,
+      items.map(({ state }) => state.sum),
+      items.map(({ state }) => group.lr / (1 + (state.step - 1) * group.lrDecay)),
+      group.weightDecay,
+      group.eps,
+      group.maximize,
+    );
   }
 
   protected stepParameter(

@@ -1,5 +1,6 @@
-import { keep, type Tensor, zerosLike } from '@flodl/tensor-native';
-import { Optimizer, type OptimizerDefinition } from './optimizer.js';
+import { aten, keep, type Tensor, zerosLike } from '@flodl/tensor-native';
+import { checkForeach, foreachChosen } from './foreach.js';
+import { type GroupItem, Optimizer, type OptimizerDefinition } from './optimizer.js';
 import { checkBoolean, checkNumberInRange } from './options.js';
 import type { OptimizerParams, ParamGroup } from './param-groups.js';
 
@@ -19,6 +20,12 @@ export interface RMSpropOptions {
   centered?: boolean;
   /** Maximize the objective instead of minimizing it. Default false. */
   maximize?: boolean;
+  /**
+   * Update a group in one native call instead of several calls per parameter; the result is the
+   * per-parameter update's, bit for bit. `null` (the default) takes it on every device; `false`
+   * keeps the per-parameter ops; `true` asks for it.
+   */
+  foreach?: boolean | null;
 }
 
 /** The options of one RMSprop parameter group, every value resolved. */
@@ -42,6 +49,7 @@ const definition: OptimizerDefinition<RMSpropGroupOptions> = {
     momentum: 0,
     centered: false,
     maximize: false,
+    foreach: null,
   },
   validate(options, where) {
     for (const key of ['lr', 'alpha', 'eps', 'weightDecay', 'momentum'] as const) {
@@ -49,6 +57,7 @@ const definition: OptimizerDefinition<RMSpropGroupOptions> = {
     }
     if (options.centered !== undefined) checkBoolean('RMSprop', `${where}.centered`, options.centered);
     if (options.maximize !== undefined) checkBoolean('RMSprop', `${where}.maximize`, options.maximize);
+    if (options.foreach !== undefined) checkForeach('RMSprop', `${where}.foreach`, options.foreach);
   },
   stateLayout: {
     step: 'count',
@@ -81,7 +90,8 @@ const definition: OptimizerDefinition<RMSpropGroupOptions> = {
  * });
  * ```
  * PyTorch equivalent: `torch.optim.RMSprop(params, lr=1e-2, alpha=0.99, eps=1e-8,
- * weight_decay=0, momentum=0, centered=False, maximize=False)` (the single-tensor code path).
+ * weight_decay=0, momentum=0, centered=False, maximize=False, foreach=None)` (the single-tensor
+ * code path, op for op, in one native call per group with `foreach`).
  */
 export class RMSprop extends Optimizer<RMSpropGroupOptions, RMSpropState> {
   constructor(params: OptimizerParams<RMSpropGroupOptions>, options?: RMSpropOptions) {
@@ -93,6 +103,39 @@ export class RMSprop extends Optimizer<RMSpropGroupOptions, RMSpropState> {
     if (group.momentum > 0) state.momentumBuffer = zerosLike(param);
     if (group.centered) state.gradAvg = zerosLike(param);
     return state;
+  }
+
+  protected override takesGroupWhole(group: ParamGroup<RMSpropGroupOptions>): boolean {
+    return foreachChosen(group.foreach);
+  }
+
+  /** The whole group in one native call, in `stepParameter`'s op order. */
+  protected override stepGroupWhole(
+    group: ParamGroup<RMSpropGroupOptions>,
+    items: readonly GroupItem<RMSpropState>[],
+  ): void {
+    const { lr, alpha, eps, weightDecay, momentum, centered, maximize } = group;
+    for (const { param, state } of items) {
+      state.step += 1;
+      // Created late when momentum or `centered` is switched on after the first steps.
+      if (momentum > 0) state.momentumBuffer ??= keep(zerosLike(param));
+      if (centered) state.gradAvg ??= keep(zerosLike(param));
+    }
+    aten.call(
+      'foreachRmsprop',
+      items.map(({ param }) => param),
+      undefined,
+      items.map(({ state }) => state.squareAvg),
+      momentum > 0 ? items.map(({ state }) => state.momentumBuffer) : undefined,
+      centered ? items.map(({ state }) => state.gradAvg) : undefined,
+      lr,
+      alpha,
+      eps,
+      weightDecay,
+      momentum,
+      centered,
+      maximize,
+    );
   }
 
   protected stepParameter(

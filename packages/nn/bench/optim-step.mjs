@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// `pnpm bench:optim`: the time of one optimizer.step() for SGD (momentum 0.9), Adam, RMSprop and
-// Adagrad, each with its per-parameter update (`foreach: false`) and its one-call-per-group one
+// `pnpm bench:optim`: the time of one optimizer.step() for SGD (momentum 0.9), Adam, RMSprop,
+// Adagrad, NAdam and RAdam, each with its per-parameter update (`foreach: false`) and its one-call-per-group one
 // (`foreach: true`), on the parameter shapes of a small MLP with fixed gradients, and the same
 // with PyTorch's torch.optim (foreach=False / True) from python3 in the same run. Both sides take
 // the best of --rounds rounds of --steps steps after --warmup untimed ones; the two modes of a
@@ -15,7 +15,7 @@ import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { Adagrad, Adam, RMSprop, SGD } from '@flodl/nn';
+import { Adagrad, Adam, NAdam, RAdam, RMSprop, SGD } from '@flodl/nn';
 import { buildInfo, keep, manualSeed, randn, setNumThreads, tidy } from '@flodl/tensor-native';
 
 /** Weight and bias shapes of the MLPs bench:train trains (784 → hidden → hidden → 10). */
@@ -26,6 +26,8 @@ const OPTIMIZERS = {
   Adam: (params, foreach) => new Adam(params, { lr: 1e-3, foreach }),
   RMSprop: (params, foreach) => new RMSprop(params, { lr: 1e-3, foreach }),
   Adagrad: (params, foreach) => new Adagrad(params, { lr: 1e-2, foreach }),
+  NAdam: (params, foreach) => new NAdam(params, { lr: 2e-3, foreach }),
+  RAdam: (params, foreach) => new RAdam(params, { lr: 1e-3, foreach }),
 };
 
 function fail(message) {

@@ -19,6 +19,8 @@ MAKERS = {
     "Adam": lambda params, foreach: torch.optim.Adam(params, lr=1e-3, foreach=foreach),
     "RMSprop": lambda params, foreach: torch.optim.RMSprop(params, lr=1e-3, foreach=foreach),
     "Adagrad": lambda params, foreach: torch.optim.Adagrad(params, lr=1e-2, foreach=foreach),
+    "NAdam": lambda params, foreach: torch.optim.NAdam(params, lr=2e-3, foreach=foreach),
+    "RAdam": lambda params, foreach: torch.optim.RAdam(params, lr=1e-3, foreach=foreach),
 }
 
 

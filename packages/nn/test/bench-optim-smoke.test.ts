@@ -33,10 +33,10 @@ describe('bench:optim', () => {
       );
       expect(run.status, run.stderr).toBe(0);
       expect(run.stdout).toContain('the PyTorch columns are left out');
-      for (const name of ['SGD', 'Adam', 'RMSprop', 'Adagrad'])
+      for (const name of ['SGD', 'Adam', 'RMSprop', 'Adagrad', 'NAdam', 'RAdam'])
         expect(run.stdout).toMatch(new RegExp(`^${name} `, 'm'));
       const result = JSON.parse(readFileSync(out, 'utf8'));
-      expect(Object.keys(result.flodl)).toHaveLength(8);
+      expect(Object.keys(result.flodl)).toHaveLength(12);
       for (const us of Object.values(result.flodl)) expect(us).toBeGreaterThan(0);
       expect(result.pytorch).toBeNull();
     } finally {

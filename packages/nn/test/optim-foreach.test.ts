@@ -19,7 +19,17 @@ import { expectFlodlError } from '@flodl/testing';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { clipGradNorm_ } from '../src/clip.js';
 import { Linear } from '../src/layers/linear.js';
-import { Adagrad, Adam, AdamW, type Optimizer, RMSprop, type RMSpropState, SGD } from '../src/optim/index.js';
+import {
+  Adagrad,
+  Adam,
+  AdamW,
+  NAdam,
+  type Optimizer,
+  RAdam,
+  RMSprop,
+  type RMSpropState,
+  SGD,
+} from '../src/optim/index.js';
 
 const SHAPES = [[5, 3], [3], [], [2, 4, 2]];
 
@@ -93,6 +103,8 @@ const adam: Make = (params, options) => new Adam(params, options);
 const adamW: Make = (params, options) => new AdamW(params, options);
 const rmsprop: Make = (params, options) => new RMSprop(params, options);
 const adagrad: Make = (params, options) => new Adagrad(params, options);
+const nadam: Make = (params, options) => new NAdam(params, options);
+const radam: Make = (params, options) => new RAdam(params, options);
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -129,7 +141,7 @@ describe('foreach Adam and AdamW', () => {
   );
 });
 
-describe('foreach RMSprop and Adagrad', () => {
+describe('foreach RMSprop, Adagrad, NAdam and RAdam', () => {
   it.each([
     ['RMSprop, float64', rmsprop, {}, 'float64'],
     ['RMSprop, float64', rmsprop, { weightDecay: 0.1, maximize: true, alpha: 0.9, eps: 1e-6 }, 'float64'],
@@ -144,6 +156,12 @@ describe('foreach RMSprop and Adagrad', () => {
       'float64',
     ],
     ['Adagrad, float32', adagrad, { maximize: true, eps: 1e-3, lrDecay: 0.01 }, 'float32'],
+    ['NAdam, float64', nadam, {}, 'float64'],
+    ['NAdam, float64', nadam, { weightDecay: 0.1, momentumDecay: 0.01, betas: [0.8, 0.99] }, 'float64'],
+    ['NAdam, float32', nadam, { lr: 0.01, eps: 1e-6 }, 'float32'],
+    ['RAdam, float64', radam, {}, 'float64'],
+    ['RAdam, float64', radam, { weightDecay: 0.1, betas: [0.5, 0.9] }, 'float64'],
+    ['RAdam, float32', radam, { lr: 0.01, eps: 1e-6, betas: [0.9, 0.99] }, 'float32'],
   ] as const)('%s: equals the per-parameter update bit for bit (case %#)', (_name, make, options, dtype) => {
     expectSameSteps(make, options, 12, dtype);
   });
@@ -186,12 +204,19 @@ describe('foreach RMSprop and Adagrad', () => {
   it('takes one native call per group', () => {
     const params = leaves(1, 'float32', SHAPES);
     const spy = vi.spyOn(aten, 'call');
-    const optimizers = [new RMSprop(params, { momentum: 0.9 }), new Adagrad(params)];
+    const optimizers = [
+      new RMSprop(params, { momentum: 0.9 }),
+      new Adagrad(params),
+      new NAdam(params),
+      new RAdam(params),
+    ];
     for (const param of params) param.setGrad(zeros(param.shape, { dtype: 'float32', device: 'cpu' }));
     for (const optimizer of optimizers) optimizer.step();
     const names = spy.mock.calls.map(([name]) => name);
     expect(names.filter((name) => name === 'foreachRmsprop')).toHaveLength(1);
     expect(names.filter((name) => name === 'foreachAdagrad')).toHaveLength(1);
+    expect(names.filter((name) => name === 'foreachNadam')).toHaveLength(1);
+    expect(names.filter((name) => name === 'foreachRadam')).toHaveLength(1);
     for (const optimizer of optimizers) optimizer.dispose();
     disposeAll(params);
   });
@@ -235,6 +260,37 @@ describe('foreach RMSprop and Adagrad', () => {
         ),
       () => aten.call('foreachAdagrad', params, undefined, one, [0.01, 0.01], 0, 1e-10, false),
       () => aten.call('foreachAdagrad', params, undefined, [...one, ...one], [0.01], 0, 1e-10, false),
+      () =>
+        aten.call(
+          'foreachNadam',
+          params,
+          undefined,
+          [...one, ...one],
+          one,
+          [1, 1],
+          [1, 1],
+          [1, 1],
+          0.9,
+          0.999,
+          0,
+          1e-8,
+        ),
+      () =>
+        aten.call(
+          'foreachRadam',
+          params,
+          undefined,
+          [...one, ...one],
+          [...one, ...one],
+          [1, 1],
+          [1],
+          [0, 0],
+          1e-3,
+          0.9,
+          0.999,
+          0,
+          1e-8,
+        ),
     ];
     for (const call of bad) expectFlodlError(call, 'ERR_INVALID_ARGUMENT');
     disposeAll([...params, ...one]);

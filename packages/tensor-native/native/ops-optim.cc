@@ -1,9 +1,9 @@
 // The optimizer step's multi-tensor ops: libtorch 2.x's fused Adam/AdamW kernels (one CUDA
 // kernel per step; CUDA builds) and foreach Adam/AdamW step (PyTorch's multi-tensor order, the
 // default for CUDA parameters), and, on every libtorch, one call per group for the Adam/AdamW,
-// SGD, RMSprop and Adagrad updates op for op as the per-parameter ones (bit for bit equal on
-// the CPU, where libtorch's _foreach_* ops apply the per-tensor op to each entry; RMSprop and
-// Adagrad run the per-parameter ops on every device), zeroing every gradient of a list and the
+// SGD, RMSprop, Adagrad, NAdam and RAdam updates op for op as the per-parameter ones (bit for bit
+// equal on the CPU, where libtorch's _foreach_* ops apply the per-tensor op to each entry; the
+// last four run the per-parameter ops on every device), zeroing every gradient of a list and the
 // clipping of their total norm. Builds without the 2.x kernels do not register those entries;
 // @flodl/nn checks `aten.has(...)` and falls back to per-parameter ops.
 #include <ATen/ATen.h>
@@ -429,6 +429,82 @@ FLODL_OP(foreachAdagrad) {
   return c.undefined();
 }
 
+// The moments' update NAdam and RAdam share with Adam's per-parameter form: the L2 penalty on
+// the gradient, then m ← β1·m + (1 − β1)·g and v ← β2·v + (1 − β2)·g².
+at::Tensor updateMoments(const at::Tensor& param, const at::Tensor& grad, const at::Tensor& expAvg,
+                         const at::Tensor& expAvgSq, double beta1, double beta2, double weightDecay) {
+  const at::Tensor direction = weightDecay != 0 ? grad.add(param, at::Scalar(weightDecay)) : grad;
+  expAvg.mul_(at::Scalar(beta1)).add_(direction, at::Scalar(1 - beta1));
+  expAvgSq.mul_(at::Scalar(beta2)).addcmul_(direction, direction, at::Scalar(1 - beta2));
+  return direction;
+}
+
+// What NAdam and RAdam steps take first: the group's parameters, gradients (absent: the params')
+// and both moments, arguments 0-3.
+struct MomentGroup {
+  std::vector<at::Tensor> params, grads, expAvgs, expAvgSqs;
+};
+
+MomentGroup readMomentGroup(Call& c) {
+  std::vector<at::Tensor> params = c.tensors(0);
+  const size_t n = params.size();
+  if (n == 0) c.invalid(0, "at least one parameter");
+  std::vector<at::Tensor> grads = groupGrads(c, 1, params);
+  std::vector<at::Tensor> expAvgs = stateList(c, 2, n, "one first moment per parameter");
+  std::vector<at::Tensor> expAvgSqs = stateList(c, 3, n, "one second moment per parameter");
+  return {std::move(params), std::move(grads), std::move(expAvgs), std::move(expAvgSqs)};
+}
+
+// foreachNadam(params[], grads[]?, expAvgs[], expAvgSqs[], biasCorrection2s[], gradSteps[],
+//              avgSteps[], beta1, beta2, weightDecay, eps)
+// One NAdam step over a whole group in one call, op for op as NAdam.stepParameter in @flodl/nn:
+// the per-parameter scalars (the second moment's bias correction and the two step sizes, from
+// the μ products the state keeps) come computed. Grads absent: the params'.
+FLODL_OP(foreachNadam) {
+  const MomentGroup g = readMomentGroup(c);
+  const size_t n = g.params.size();
+  const std::vector<at::Scalar> biasCorrection2s = scalarList(c, 4, n);
+  const std::vector<at::Scalar> gradSteps = scalarList(c, 5, n);
+  const std::vector<at::Scalar> avgSteps = scalarList(c, 6, n);
+  const double beta1 = c.number(7), beta2 = c.number(8), weightDecay = c.number(9), eps = c.number(10);
+  at::NoGradGuard noGrad;
+  for (size_t k = 0; k < n; ++k) {
+    const at::Tensor direction =
+        updateMoments(g.params[k], g.grads[k], g.expAvgs[k], g.expAvgSqs[k], beta1, beta2, weightDecay);
+    const at::Tensor denominator = g.expAvgSqs[k].div(biasCorrection2s[k]).sqrt().add_(at::Scalar(eps));
+    g.params[k].addcdiv_(direction, denominator, gradSteps[k]);
+    g.params[k].addcdiv_(g.expAvgs[k], denominator, avgSteps[k]);
+  }
+  return c.undefined();
+}
+
+// foreachRadam(params[], grads[]?, expAvgs[], expAvgSqs[], biasCorrection1s[], biasCorrection2Sqrts[],
+//              rectifications[], lr, beta1, beta2, weightDecay, eps)
+// One RAdam step over a whole group in one call, op for op as RAdam.stepParameter in @flodl/nn;
+// a parameter whose rectification is 0 takes the unrectified step (ρₜ ≤ 5). Grads absent: the params'.
+FLODL_OP(foreachRadam) {
+  const MomentGroup g = readMomentGroup(c);
+  const size_t n = g.params.size();
+  const std::vector<at::Scalar> biasCorrection1s = scalarList(c, 4, n);
+  const std::vector<at::Scalar> biasCorrection2Sqrts = scalarList(c, 5, n);
+  const std::vector<at::Scalar> rectifications = scalarList(c, 6, n);
+  const double lr = c.number(7), beta1 = c.number(8), beta2 = c.number(9), weightDecay = c.number(10);
+  const double eps = c.number(11);
+  at::NoGradGuard noGrad;
+  for (size_t k = 0; k < n; ++k) {
+    updateMoments(g.params[k], g.grads[k], g.expAvgs[k], g.expAvgSqs[k], beta1, beta2, weightDecay);
+    const at::Tensor corrected = g.expAvgs[k].div(biasCorrection1s[k]);
+    if (rectifications[k].toDouble() != 0) {
+      const at::Tensor adaptiveLr =
+          g.expAvgSqs[k].sqrt().add_(at::Scalar(eps)).reciprocal().mul(biasCorrection2Sqrts[k]);
+      g.params[k].add_(corrected.mul(at::Scalar(lr)).mul(adaptiveLr).mul(rectifications[k]), at::Scalar(-1));
+    } else {
+      g.params[k].add_(corrected.mul(at::Scalar(lr)), at::Scalar(-1));
+    }
+  }
+  return c.undefined();
+}
+
 // hasGrads(params[]) -> boolean[]: whether each parameter has an accumulated gradient.
 FLODL_OP(hasGrads) {
   const std::vector<at::Tensor> params = c.tensors(0);
@@ -496,6 +572,8 @@ void registerOptimOps(Registry& r) {
   FLODL_REGISTER(r, foreachSgd);
   FLODL_REGISTER(r, foreachRmsprop);
   FLODL_REGISTER(r, foreachAdagrad);
+  FLODL_REGISTER(r, foreachNadam);
+  FLODL_REGISTER(r, foreachRadam);
   FLODL_REGISTER(r, hasGrads);
   FLODL_REGISTER(r, zeroGrads);
   FLODL_REGISTER(r, gradsNorm);

@@ -1,5 +1,6 @@
-import { type Tensor, zerosLike } from '@flodl/tensor-native';
-import { Optimizer, type OptimizerDefinition } from './optimizer.js';
+import { aten, type Tensor, zerosLike } from '@flodl/tensor-native';
+import { checkForeach, foreachChosen } from './foreach.js';
+import { type GroupItem, Optimizer, type OptimizerDefinition } from './optimizer.js';
 import { checkBetas, checkNumberInRange } from './options.js';
 import type { OptimizerParams, ParamGroup } from './param-groups.js';
 
@@ -15,6 +16,12 @@ export interface NAdamOptions {
   weightDecay?: number;
   /** Momentum decay ψ of the momentum schedule μₜ. Default 4e-3. */
   momentumDecay?: number;
+  /**
+   * Update a group in one native call instead of several calls per parameter, bit for bit the
+   * per-parameter update. `null` (the default) takes it on every device; `false` keeps the
+   * per-parameter ops; `true` asks for it.
+   */
+  foreach?: boolean | null;
 }
 
 /** The options of one NAdam parameter group, every value resolved. */
@@ -28,12 +35,13 @@ export type NAdamState = { step: number; muProduct: number; expAvg: Tensor; expA
 
 const definition: OptimizerDefinition<NAdamGroupOptions> = {
   name: 'NAdam',
-  defaults: { lr: 2e-3, betas: [0.9, 0.999], eps: 1e-8, weightDecay: 0, momentumDecay: 4e-3 },
+  defaults: { lr: 2e-3, betas: [0.9, 0.999], eps: 1e-8, weightDecay: 0, momentumDecay: 4e-3, foreach: null },
   validate(options, where) {
     for (const key of ['lr', 'eps', 'weightDecay', 'momentumDecay'] as const) {
       if (options[key] !== undefined) checkNumberInRange('NAdam', `${where}.${key}`, options[key], 0);
     }
     if (options.betas !== undefined) checkBetas('NAdam', `${where}.betas`, options.betas);
+    if (options.foreach !== undefined) checkForeach('NAdam', `${where}.foreach`, options.foreach);
   },
   stateLayout: { step: 'count', muProduct: 'number', expAvg: 'tensor', expAvgSq: 'tensor' },
 };
@@ -64,7 +72,8 @@ const definition: OptimizerDefinition<NAdamGroupOptions> = {
  * });
  * ```
  * PyTorch equivalent: `torch.optim.NAdam(params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8,
- * weight_decay=0, momentum_decay=4e-3)` (the single-tensor code path, op for op).
+ * weight_decay=0, momentum_decay=4e-3, foreach=None)` (the single-tensor code path, op for op,
+ * in one native call per group with `foreach`).
  */
 export class NAdam extends Optimizer<NAdamGroupOptions, NAdamState> {
   constructor(params: OptimizerParams<NAdamGroupOptions>, options?: NAdamOptions) {
@@ -75,29 +84,69 @@ export class NAdam extends Optimizer<NAdamGroupOptions, NAdamState> {
     return { step: 0, muProduct: 1, expAvg: zerosLike(param), expAvgSq: zerosLike(param) };
   }
 
+  protected override takesGroupWhole(group: ParamGroup<NAdamGroupOptions>): boolean {
+    return foreachChosen(group.foreach);
+  }
+
+  /** The whole group in one native call, in `stepParameter`'s op order. */
+  protected override stepGroupWhole(
+    group: ParamGroup<NAdamGroupOptions>,
+    items: readonly GroupItem<NAdamState>[],
+  ): void {
+    const steps = items.map(({ state }) => nadamStep(state, group));
+    aten.call(
+      'foreachNadam',
+      items.map(({ param }) => param),
+      undefined,
+      items.map(({ state }) => state.expAvg),
+      items.map(({ state }) => state.expAvgSq),
+      steps.map((step) => step.biasCorrection2),
+      steps.map((step) => step.gradStep),
+      steps.map((step) => step.avgStep),
+      group.betas[0],
+      group.betas[1],
+      group.weightDecay,
+      group.eps,
+    );
+  }
+
   protected stepParameter(
     param: Tensor,
     grad: Tensor,
     state: NAdamState,
     group: ParamGroup<NAdamGroupOptions>,
   ): void {
-    const { lr, betas, eps, weightDecay, momentumDecay } = group;
+    const { betas, eps, weightDecay } = group;
     const [beta1, beta2] = betas;
-    state.step += 1;
-    const step = state.step;
-    const biasCorrection2 = 1 - beta2 ** step;
+    const { biasCorrection2, gradStep, avgStep } = nadamStep(state, group);
     const direction = weightDecay !== 0 ? grad.add(param, weightDecay) : grad;
-    const mu = beta1 * (1 - 0.5 * 0.96 ** (step * momentumDecay));
-    const muNext = beta1 * (1 - 0.5 * 0.96 ** ((step + 1) * momentumDecay));
-    // float32 products, as PyTorch's float32 `mu_product` tensor computes them: a product of two
-    // float32 values is exact in float64, so rounding it once gives the float32 result.
-    state.muProduct = Math.fround(state.muProduct * Math.fround(mu));
-    // PyTorch 1.13 multiplies by μₜ a second time here (`mu_product * mu * mu_next`); kept for parity.
-    const muProductNext = Math.fround(Math.fround(state.muProduct * Math.fround(mu)) * Math.fround(muNext));
     state.expAvg.mul_(beta1).add_(direction, 1 - beta1);
     state.expAvgSq.mul_(beta2).addcmul_(direction, direction, 1 - beta2);
     const denominator = state.expAvgSq.div(biasCorrection2).sqrt().add_(eps);
-    param.addcdiv_(direction, denominator, (-lr * (1 - mu)) / (1 - state.muProduct));
-    param.addcdiv_(state.expAvg, denominator, (-lr * muNext) / (1 - muProductNext));
+    param.addcdiv_(direction, denominator, gradStep);
+    param.addcdiv_(state.expAvg, denominator, avgStep);
   }
+}
+
+/**
+ * Counts a step into `state` (the step and the μ product) and returns its scalars: the second
+ * moment's bias correction and the step sizes of the gradient and of the first moment.
+ */
+function nadamStep(state: NAdamState, group: NAdamGroupOptions) {
+  const { lr, betas, momentumDecay } = group;
+  const beta1 = betas[0];
+  state.step += 1;
+  const step = state.step;
+  const mu = beta1 * (1 - 0.5 * 0.96 ** (step * momentumDecay));
+  const muNext = beta1 * (1 - 0.5 * 0.96 ** ((step + 1) * momentumDecay));
+  // float32 products, as PyTorch's float32 `mu_product` tensor computes them: a product of two
+  // float32 values is exact in float64, so rounding it once gives the float32 result.
+  state.muProduct = Math.fround(state.muProduct * Math.fround(mu));
+  // PyTorch 1.13 multiplies by μₜ a second time here (`mu_product * mu * mu_next`); kept for parity.
+  const muProductNext = Math.fround(Math.fround(state.muProduct * Math.fround(mu)) * Math.fround(muNext));
+  return {
+    biasCorrection2: 1 - betas[1] ** step,
+    gradStep: (-lr * (1 - mu)) / (1 - state.muProduct),
+    avgStep: (-lr * muNext) / (1 - muProductNext),
+  };
 }

@@ -1,5 +1,6 @@
-import { type Tensor, zerosLike } from '@flodl/tensor-native';
-import { Optimizer, type OptimizerDefinition } from './optimizer.js';
+import { aten, type Tensor, zerosLike } from '@flodl/tensor-native';
+import { checkForeach, foreachChosen } from './foreach.js';
+import { type GroupItem, Optimizer, type OptimizerDefinition } from './optimizer.js';
 import { checkBetas, checkNumberInRange } from './options.js';
 import type { OptimizerParams, ParamGroup } from './param-groups.js';
 
@@ -13,6 +14,12 @@ export interface RAdamOptions {
   eps?: number;
   /** L2 penalty λ added to the gradient. Default 0. */
   weightDecay?: number;
+  /**
+   * Update a group in one native call instead of several calls per parameter, bit for bit the
+   * per-parameter update. `null` (the default) takes it on every device; `false` keeps the
+   * per-parameter ops; `true` asks for it.
+   */
+  foreach?: boolean | null;
 }
 
 /** The options of one RAdam parameter group, every value resolved. */
@@ -23,7 +30,7 @@ export type RAdamState = { step: number; expAvg: Tensor; expAvgSq: Tensor };
 
 const definition: OptimizerDefinition<RAdamGroupOptions> = {
   name: 'RAdam',
-  defaults: { lr: 1e-3, betas: [0.9, 0.999], eps: 1e-8, weightDecay: 0 },
+  defaults: { lr: 1e-3, betas: [0.9, 0.999], eps: 1e-8, weightDecay: 0, foreach: null },
   validate(options, where) {
     if (options.lr !== undefined) checkNumberInRange('RAdam', `${where}.lr`, options.lr, 0);
     if (options.betas !== undefined) checkBetas('RAdam', `${where}.betas`, options.betas);
@@ -31,6 +38,7 @@ const definition: OptimizerDefinition<RAdamGroupOptions> = {
     if (options.weightDecay !== undefined) {
       checkNumberInRange('RAdam', `${where}.weightDecay`, options.weightDecay, 0);
     }
+    if (options.foreach !== undefined) checkForeach('RAdam', `${where}.foreach`, options.foreach);
   },
   stateLayout: { step: 'count', expAvg: 'tensor', expAvgSq: 'tensor' },
 };
@@ -59,7 +67,8 @@ const definition: OptimizerDefinition<RAdamGroupOptions> = {
  * });
  * ```
  * PyTorch equivalent: `torch.optim.RAdam(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
- * weight_decay=0)` (the single-tensor code path, op for op).
+ * weight_decay=0, foreach=None)` (the single-tensor code path, op for op, in one native call per
+ * group with `foreach`).
  */
 export class RAdam extends Optimizer<RAdamGroupOptions, RAdamState> {
   constructor(params: OptimizerParams<RAdamGroupOptions>, options?: RAdamOptions) {
@@ -70,6 +79,33 @@ export class RAdam extends Optimizer<RAdamGroupOptions, RAdamState> {
     return { step: 0, expAvg: zerosLike(param), expAvgSq: zerosLike(param) };
   }
 
+  protected override takesGroupWhole(group: ParamGroup<RAdamGroupOptions>): boolean {
+    return foreachChosen(group.foreach);
+  }
+
+  /** The whole group in one native call, in `stepParameter`'s op order. */
+  protected override stepGroupWhole(
+    group: ParamGroup<RAdamGroupOptions>,
+    items: readonly GroupItem<RAdamState>[],
+  ): void {
+    const steps = items.map(({ state }) => radamStep(state, group));
+    aten.call(
+      'foreachRadam',
+      items.map(({ param }) => param),
+      undefined,
+      items.map(({ state }) => state.expAvg),
+      items.map(({ state }) => state.expAvgSq),
+      steps.map((step) => step.biasCorrection1),
+      steps.map((step) => step.biasCorrection2Sqrt),
+      steps.map((step) => step.rectification),
+      group.lr,
+      group.betas[0],
+      group.betas[1],
+      group.weightDecay,
+      group.eps,
+    );
+  }
+
   protected stepParameter(
     param: Tensor,
     grad: Tensor,
@@ -78,25 +114,41 @@ export class RAdam extends Optimizer<RAdamGroupOptions, RAdamState> {
   ): void {
     const { lr, betas, eps, weightDecay } = group;
     const [beta1, beta2] = betas;
-    state.step += 1;
-    const step = state.step;
-    const biasCorrection1 = 1 - beta1 ** step;
-    const biasCorrection2 = 1 - beta2 ** step;
+    const { biasCorrection1, biasCorrection2Sqrt, rectification } = radamStep(state, group);
     const direction = weightDecay !== 0 ? grad.add(param, weightDecay) : grad;
     state.expAvg.mul_(beta1).add_(direction, 1 - beta1);
     state.expAvgSq.mul_(beta2).addcmul_(direction, direction, 1 - beta2);
     const correctedExpAvg = state.expAvg.div(biasCorrection1);
-    const rhoInfinity = 2 / (1 - beta2) - 1;
-    const rhoStep = rhoInfinity - (2 * step * beta2 ** step) / biasCorrection2;
-    if (rhoStep > 5) {
-      const rectification = Math.sqrt(
-        ((rhoStep - 4) * (rhoStep - 2) * rhoInfinity) / ((rhoInfinity - 4) * (rhoInfinity - 2) * rhoStep),
-      );
+    if (rectification !== 0) {
       // PyTorch's `number / tensor` is `tensor.reciprocal() * number`.
-      const adaptiveLr = state.expAvgSq.sqrt().add_(eps).reciprocal().mul(Math.sqrt(biasCorrection2));
+      const adaptiveLr = state.expAvgSq.sqrt().add_(eps).reciprocal().mul(biasCorrection2Sqrt);
       param.add_(correctedExpAvg.mul(lr).mul(adaptiveLr).mul(rectification), -1);
     } else {
       param.add_(correctedExpAvg.mul(lr), -1);
     }
   }
+}
+
+/**
+ * Counts a step into `state` and returns its scalars: the bias corrections and the variance
+ * rectification, 0 while the variance is not tractable yet (ρₜ ≤ 5: the plain momentum step).
+ */
+function radamStep(state: RAdamState, group: RAdamGroupOptions) {
+  const [beta1, beta2] = group.betas;
+  state.step += 1;
+  const step = state.step;
+  const biasCorrection2 = 1 - beta2 ** step;
+  const rhoInfinity = 2 / (1 - beta2) - 1;
+  const rhoStep = rhoInfinity - (2 * step * beta2 ** step) / biasCorrection2;
+  const rectification =
+    rhoStep > 5
+      ? Math.sqrt(
+          ((rhoStep - 4) * (rhoStep - 2) * rhoInfinity) / ((rhoInfinity - 4) * (rhoInfinity - 2) * rhoStep),
+        )
+      : 0;
+  return {
+    biasCorrection1: 1 - beta1 ** step,
+    biasCorrection2Sqrt: Math.sqrt(biasCorrection2),
+    rectification,
+  };
 }

@@ -29,6 +29,13 @@
 namespace flodl {
 namespace {
 
+// The parameters of a group, argument 0: at least one.
+std::vector<at::Tensor> groupParams(Call& c) {
+  std::vector<at::Tensor> params = c.tensors(0);
+  if (params.empty()) c.invalid(0, "at least one parameter");
+  return params;
+}
+
 // The gradients of a group: argument i as a list, or, when absent, the accumulated gradient of
 // every parameter (each must have one; @flodl/nn asks `hasGrads` first).
 std::vector<at::Tensor> groupGrads(Call& c, size_t i, const std::vector<at::Tensor>& params) {
@@ -329,9 +336,8 @@ std::vector<at::Tensor> momentumBuffers(Call& c, size_t i, size_t n) {
 // the parameter has none yet: that buffer starts as a clone of the direction and comes back in
 // the result at its index (null elsewhere). Grads absent: the params'.
 FLODL_OP(foreachSgd) {
-  std::vector<at::Tensor> params = c.tensors(0);
+  std::vector<at::Tensor> params = groupParams(c);
   const size_t n = params.size();
-  if (n == 0) c.invalid(0, "at least one parameter");
   std::vector<at::Tensor> grads = groupGrads(c, 1, params);
   SgdGroup g{std::move(params), std::move(grads), {}, c.number(3), c.number(4), c.number(5), c.number(6),
              c.flag(7), c.flag(8)};
@@ -368,9 +374,8 @@ std::vector<at::Tensor> stateList(Call& c, size_t i, size_t n, const char* what)
 // device. momentumBuffers with momentum > 0, gradAvgs when centered (absent otherwise). Grads
 // absent: the params'.
 FLODL_OP(foreachRmsprop) {
-  const std::vector<at::Tensor> params = c.tensors(0);
+  const std::vector<at::Tensor> params = groupParams(c);
   const size_t n = params.size();
-  if (n == 0) c.invalid(0, "at least one parameter");
   const std::vector<at::Tensor> grads = groupGrads(c, 1, params);
   const std::vector<at::Tensor> squareAvgs = stateList(c, 2, n, "one square average per parameter");
   const double lr = c.number(5), alpha = c.number(6), eps = c.number(7), weightDecay = c.number(8);
@@ -410,9 +415,8 @@ FLODL_OP(foreachRmsprop) {
 // @flodl/nn (PyTorch's _single_tensor_adagrad, dense): lrs holds each parameter's decayed
 // learning rate for this step. Grads absent: the params'.
 FLODL_OP(foreachAdagrad) {
-  const std::vector<at::Tensor> params = c.tensors(0);
+  const std::vector<at::Tensor> params = groupParams(c);
   const size_t n = params.size();
-  if (n == 0) c.invalid(0, "at least one parameter");
   const std::vector<at::Tensor> grads = groupGrads(c, 1, params);
   const std::vector<at::Tensor> sums = stateList(c, 2, n, "one accumulator per parameter");
   const std::vector<at::Scalar> lrs = scalarList(c, 3, n);
@@ -446,9 +450,8 @@ struct MomentGroup {
 };
 
 MomentGroup readMomentGroup(Call& c) {
-  std::vector<at::Tensor> params = c.tensors(0);
+  std::vector<at::Tensor> params = groupParams(c);
   const size_t n = params.size();
-  if (n == 0) c.invalid(0, "at least one parameter");
   std::vector<at::Tensor> grads = groupGrads(c, 1, params);
   std::vector<at::Tensor> expAvgs = stateList(c, 2, n, "one first moment per parameter");
   std::vector<at::Tensor> expAvgSqs = stateList(c, 3, n, "one second moment per parameter");

@@ -106,6 +106,7 @@ export class Pacer {
     this.#owed = Math.min(period, Math.max(-period, this.#owed + period - work - this.#idle));
   }
 }
+
 /** Adam that tells `pacer` when each update is done (the end of the step's compute). */
 export class PacedAdam extends Adam {
   readonly #pacer: Pacer;

@@ -44,20 +44,14 @@ export function assess(run: RunResult, alone: RunResult): Assessed {
   // Ranks on one kind of device go at their given speeds; on different kinds (a CPU rank beside
   // a GPU rank) at what their compute measured: samples per second of compute, pacing included.
   const mixed = new Set(run.devices.map((device) => device.replace(/:\d+$/, ''))).size > 1;
-  const speeds = mixed ? run.perRank.map(computeRate) : run.speeds;
-  const fastest = Math.max(...speeds);
-  const ideal =
-    run.mode === 'alone'
-      ? 1
-      : sync
-        ? (run.ranks * Math.min(...speeds)) / fastest
-        : speeds.reduce((a, b) => a + b, 0) / fastest;
   const rates = run.perRank.map(computeRate);
+  const speeds = mixed ? rates : run.speeds;
+  // What ranks at these speeds train together: Sync goes at its slowest rank's pace.
+  const capacity = (values: number[]) =>
+    sync ? run.ranks * Math.min(...values) : values.reduce((a, b) => a + b, 0);
+  const ideal = run.mode === 'alone' ? 1 : capacity(speeds) / Math.max(...speeds);
   const aloneRate = alone.perRank[0] === undefined ? 0 : computeRate(alone.perRank[0]);
-  const measuredIdeal =
-    run.mode === 'alone' || aloneRate === 0
-      ? 1
-      : (sync ? run.ranks * Math.min(...rates) : rates.reduce((a, b) => a + b, 0)) / aloneRate;
+  const measuredIdeal = run.mode === 'alone' || aloneRate === 0 ? 1 : capacity(rates) / aloneRate;
   const ratio = run.samplesPerSec / alone.samplesPerSec;
   const ratioWall = run.samples / run.wallMs / (alone.samples / alone.wallMs);
   const accuracyDelta = (run.accuracy - alone.accuracy) * 100;

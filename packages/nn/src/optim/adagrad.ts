@@ -1,5 +1,5 @@
 import { aten, fullLike, type Tensor } from '@flodl/tensor-native';
-import { checkForeach, foreachChosen } from './foreach.js';
+import { checkForeach } from './foreach.js';
 import { type GroupItem, Optimizer, type OptimizerDefinition } from './optimizer.js';
 import { checkBoolean, checkNumberInRange } from './options.js';
 import type { OptimizerParams, ParamGroup } from './param-groups.js';
@@ -93,10 +93,6 @@ export class Adagrad extends Optimizer<AdagradGroupOptions, AdagradState> {
 
   protected createState(param: Tensor, group: ParamGroup<AdagradGroupOptions>): AdagradState {
     return { step: 0, sum: fullLike(param, group.initialAccumulatorValue) };
-  }
-
-  protected override takesGroupWhole(group: ParamGroup<AdagradGroupOptions>): boolean {
-    return foreachChosen(group.foreach);
   }
 
   /** The whole group in one native call, in `stepParameter`'s op order. */

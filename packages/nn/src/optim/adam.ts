@@ -1,5 +1,5 @@
 import { aten, FlodlError, full, keep, type Tensor, tidy, zerosLike } from '@flodl/tensor-native';
-import { allOnCuda, checkForeach, foreachChosen } from './foreach.js';
+import { allOnCuda, checkForeach } from './foreach.js';
 import { type GroupItem, Optimizer, type OptimizerDefinition } from './optimizer.js';
 import { checkBetas, checkBoolean, checkNumberInRange } from './options.js';
 import type { OptimizerParams, ParamGroup } from './param-groups.js';
@@ -187,7 +187,7 @@ export abstract class AdamBase extends Optimizer<AdamGroupOptions, AdamState> {
   }
 
   protected override takesGroupWhole(group: ParamGroup<AdamGroupOptions>): boolean {
-    return group.fused || foreachChosen(group.foreach);
+    return group.fused || super.takesGroupWhole(group);
   }
 
   protected override stepGroupWhole(

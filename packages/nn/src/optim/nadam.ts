@@ -1,5 +1,5 @@
 import { aten, type Tensor, zerosLike } from '@flodl/tensor-native';
-import { checkForeach, foreachChosen } from './foreach.js';
+import { checkForeach } from './foreach.js';
 import { type GroupItem, Optimizer, type OptimizerDefinition } from './optimizer.js';
 import { checkBetas, checkNumberInRange } from './options.js';
 import type { OptimizerParams, ParamGroup } from './param-groups.js';
@@ -82,10 +82,6 @@ export class NAdam extends Optimizer<NAdamGroupOptions, NAdamState> {
 
   protected createState(param: Tensor): NAdamState {
     return { step: 0, muProduct: 1, expAvg: zerosLike(param), expAvgSq: zerosLike(param) };
-  }
-
-  protected override takesGroupWhole(group: ParamGroup<NAdamGroupOptions>): boolean {
-    return foreachChosen(group.foreach);
   }
 
   /** The whole group in one native call, in `stepParameter`'s op order. */

@@ -10,6 +10,7 @@ import {
   Tensor,
   tidy,
 } from '@flodl/tensor-native';
+import { foreachChosen } from './foreach.js';
 import { checkNumberInRange, checkOptionsObject, rejectUnknownKeys } from './options.js';
 import {
   type BaseGroupOptions,
@@ -268,10 +269,12 @@ export abstract class Optimizer<
 
   /**
    * True when `group` is updated by `stepGroupWhole` this step (a multi-tensor update that
-   * reads the gradients natively); the default, false, runs `stepGroup`.
+   * reads the gradients natively). The default follows the group's `foreach` option where the
+   * optimizer has one (null: on), else false, which runs `stepGroup`.
    */
-  protected takesGroupWhole(_group: ParamGroup<TOptions>): boolean {
-    return false;
+  protected takesGroupWhole(group: ParamGroup<TOptions>): boolean {
+    const { foreach } = group as { foreach?: boolean | null };
+    return foreach !== undefined && foreachChosen(foreach);
   }
 
   /**

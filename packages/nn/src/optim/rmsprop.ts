@@ -1,5 +1,5 @@
 import { aten, keep, type Tensor, zerosLike } from '@flodl/tensor-native';
-import { checkForeach, foreachChosen } from './foreach.js';
+import { checkForeach } from './foreach.js';
 import { type GroupItem, Optimizer, type OptimizerDefinition } from './optimizer.js';
 import { checkBoolean, checkNumberInRange } from './options.js';
 import type { OptimizerParams, ParamGroup } from './param-groups.js';
@@ -103,10 +103,6 @@ export class RMSprop extends Optimizer<RMSpropGroupOptions, RMSpropState> {
     if (group.momentum > 0) state.momentumBuffer = zerosLike(param);
     if (group.centered) state.gradAvg = zerosLike(param);
     return state;
-  }
-
-  protected override takesGroupWhole(group: ParamGroup<RMSpropGroupOptions>): boolean {
-    return foreachChosen(group.foreach);
   }
 
   /** The whole group in one native call, in `stepParameter`'s op order. */

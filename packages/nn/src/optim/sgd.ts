@@ -1,5 +1,5 @@
 import { aten, FlodlError, keep, type Tensor } from '@flodl/tensor-native';
-import { checkForeach, foreachChosen } from './foreach.js';
+import { checkForeach } from './foreach.js';
 import { type GroupItem, Optimizer, type OptimizerDefinition } from './optimizer.js';
 import { checkBoolean, checkFiniteNumber, checkNumberInRange } from './options.js';
 import type { OptimizerParams, ParamGroup } from './param-groups.js';
@@ -106,10 +106,6 @@ export class SGD extends Optimizer<SGDGroupOptions, SGDState> {
 
   protected createState(): SGDState {
     return { momentumBuffer: null };
-  }
-
-  protected override takesGroupWhole(group: ParamGroup<SGDGroupOptions>): boolean {
-    return foreachChosen(group.foreach);
   }
 
   /** The whole group in one call (PyTorch's `_multi_tensor_sgd`, in `stepParameter`'s op order). */

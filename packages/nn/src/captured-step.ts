@@ -48,8 +48,9 @@ const OP = 'CapturedStep';
  * is a real step on the batch it is given (the warm-up runs too), as an eager loop would take.
  *
  * Replays repeat the GPU work of the capture with the values it had, so what the step computes
- * on the host is frozen: the optimizer must do its update on the device (SGD; Adam/AdamW with
- * `fused: true`; others are refused at construction), and when a group's options change (a
+ * on the host is frozen: the optimizer must do its update on the device (SGD; Adam/AdamW on
+ * the fused kernel, their default on CUDA, unless `fused: false` or `foreach` was given; others
+ * are refused at construction), and when a group's options change (a
  * learning-rate schedule) the step is captured again on the next run (`captures` counts
  * them: a per-epoch schedule costs one capture per epoch, a per-step one defeats the graph).
  * Every run must bring the same shapes, dtypes and device as the capture (drop the last partial

@@ -222,7 +222,7 @@ describe('state dicts', () => {
         weightDecay: 0,
         amsgrad: false,
         maximize: false,
-        fused: false,
+        fused: null,
         foreach: null,
         params: [0, 1],
       },
@@ -233,7 +233,7 @@ describe('state dicts', () => {
         weightDecay: 0,
         amsgrad: false,
         maximize: false,
-        fused: false,
+        fused: null,
         foreach: null,
         params: [2, 3],
       },
@@ -355,7 +355,7 @@ describe('groups, learning rates and gradients', () => {
           betas: [0.9, 0.999]
           eps: 1e-8
           foreach: null
-          fused: false
+          fused: null
           lr: 0.01
           maximize: false
           weightDecay: 0
@@ -364,7 +364,7 @@ describe('groups, learning rates and gradients', () => {
           betas: [0.9, 0.999]
           eps: 1e-8
           foreach: null
-          fused: false
+          fused: null
           lr: 0.1
           maximize: false
           weightDecay: 0

@@ -117,10 +117,16 @@ std::vector<at::Scalar> scalarList(Call& c, size_t i, size_t expected) {
 #ifdef FLODL_FUSED_ADAM
 // fusedAdam(params[], grads[], expAvgs[], expAvgSqs[], maxExpAvgSqs[]?, steps[], lr, beta1, beta2,
 //           weightDecay, eps, amsgrad, maximize, decoupled)
-// `steps` are float32 scalar tensors on the parameters' device, incremented by the kernel.
+// `steps` are float32 scalar tensors on the parameters' device, the counts before this step: one
+// multi-tensor add moves them on, then the kernel reads them (PyTorch's fused Adam, two launches
+// for the group; both are recorded into a captured graph). Registered as `fusedAdamW` too where
+// libtorch has the AdamW kernel (decoupled true).
 FLODL_OP(fusedAdam) {
   AdamGroup g = readAdamGroup(c, 6);
   std::vector<at::Tensor> steps = c.tensors(5);
+  if (steps.size() != g.params.size()) c.invalid(5, "one step count per parameter");
+  at::NoGradGuard noGrad;
+  at::_foreach_add_(steps, at::Scalar(1));
   if (g.decoupled) {
 #ifdef FLODL_FUSED_ADAMW
     at::_fused_adamw_(g.params, g.grads, g.expAvgs, g.expAvgSqs, g.maxExpAvgSqs, steps, g.lr, g.beta1, g.beta2,
@@ -586,6 +592,9 @@ void registerOptimOps(Registry& r) {
 #endif
 #ifdef FLODL_FUSED_ADAM
   FLODL_REGISTER(r, fusedAdam);
+#endif
+#ifdef FLODL_FUSED_ADAMW
+  r.add("fusedAdamW", &op_fusedAdam);
 #endif
 }
 

@@ -15,6 +15,20 @@ export function formatRate(samplesPerSecond) {
   return samplesPerSecond >= 100 ? String(Math.round(samplesPerSecond)) : samplesPerSecond.toPrecision(3);
 }
 
+/**
+ * The ratio of each round (flodl / PyTorch, the two sides run back to back), as `median (min-max)`:
+ * steadier than the ratio of the bests where the machine's speed drifts between rounds.
+ */
+export function roundRatios(flodlRounds, pytorchRounds) {
+  const ratios = flodlRounds
+    .map((ours, round) => ours.samplesPerSecond / pytorchRounds[round].samplesPerSecond)
+    .sort((a, b) => a - b);
+  const middle = Math.floor(ratios.length / 2);
+  const median = ratios.length % 2 === 1 ? ratios[middle] : (ratios[middle - 1] + ratios[middle]) / 2;
+  if (ratios.length === 1) return median.toFixed(2);
+  return `${median.toFixed(2)} (${ratios[0].toFixed(2)}-${ratios[ratios.length - 1].toFixed(2)})`;
+}
+
 /** One row per model and mode: both sides' samples/s, their ratio and last losses. */
 function resultsTable(summary, withMode) {
   const rows = [
@@ -26,6 +40,7 @@ function resultsTable(summary, withMode) {
       'flodl samples/s',
       'PyTorch samples/s',
       'flodl / PyTorch',
+      'by round: median (range)',
       'last loss flodl / PyTorch',
     ],
   ];
@@ -38,6 +53,7 @@ function resultsTable(summary, withMode) {
       formatRate(row.flodl.samplesPerSecond),
       formatRate(row.pytorch.samplesPerSecond),
       row.ratio.toFixed(2),
+      roundRatios(row.flodl.rounds, row.pytorch.rounds),
       `${row.flodl.finalLoss.toPrecision(4)} / ${row.pytorch.finalLoss.toPrecision(4)}`,
     ]);
   }

@@ -43,9 +43,10 @@ const USAGE = `usage: pnpm bench:train [-- options]   (or: node packages/trainer
   --rounds N                 rounds of both sides, best kept; default 1 on cpu, 3 on cuda
   --threads N                intra-op CPU threads of both sides; default ${availableParallelism()}
   --adam MODE[,MODE...]      how Adam updates, on both sides; several: each in turn
-                             defaults: each library's own default (default; on cuda both
-                               take the foreach multi-tensor step, on the cpu flodl does and
-                               PyTorch keeps the single-tensor one);
+                             defaults: each library's own default (default; on cuda flodl
+                               takes the fused kernel, PyTorch the foreach multi-tensor step;
+                               on the cpu flodl takes the foreach step and PyTorch keeps the
+                               single-tensor one);
                              single: the single-tensor update;
                              foreach: the multi-tensor (foreach) update;
                              fused: libtorch's fused CUDA kernel (cuda only)
@@ -162,8 +163,9 @@ function trainFlodl(spec, counts, device, adam) {
   const labels = randint(0, spec.classes, [spec.batch], { device });
   const optimizer = new Adam(model.parameters(), {
     lr: 1e-3,
-    fused: adam === 'fused',
-    ...(adam === 'single' || adam === 'foreach' ? { foreach: adam === 'foreach' } : {}),
+    // defaults: no option given (on CUDA flodl's default is the fused kernel, PyTorch's foreach).
+    ...(adam === 'fused' ? { fused: true } : {}),
+    ...(adam === 'single' || adam === 'foreach' ? { fused: false, foreach: adam === 'foreach' } : {}),
   });
   let updateMs = 0;
   const step = () =>

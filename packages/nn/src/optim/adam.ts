@@ -1,4 +1,4 @@
-import { aten, FlodlError, full, keep, type Tensor, tidy, zerosLike } from '@flodl/tensor-native';
+import { aten, FlodlError, full, keep, type Tensor, zerosLike } from '@flodl/tensor-native';
 import { allOnCuda, checkForeach } from './foreach.js';
 import { type GroupItem, Optimizer, type OptimizerDefinition } from './optimizer.js';
 import { checkBetas, checkBoolean, checkNumberInRange } from './options.js';
@@ -20,11 +20,15 @@ export interface AdamOptions {
   /** Maximize the objective instead of minimizing it. Default false. */
   maximize?: boolean;
   /**
-   * Update every parameter of a group with libtorch's fused multi-tensor CUDA kernel (one
-   * launch per step instead of several per parameter). CUDA parameters and a libtorch with the
-   * kernel (2.x) only. Default false, as in PyTorch.
+   * Update every parameter of a group with libtorch's fused multi-tensor CUDA kernel: two
+   * launches per step for the whole group (the step counts, then the update) instead of a
+   * dozen multi-tensor ones. `null` (the default) uses it where it can run: every parameter of
+   * the group on CUDA, a libtorch with the kernel (2.x; AdamW's needs 2.1), and `foreach` left
+   * at its default; elsewhere the group takes the `foreach` update. `true` asks for it (an
+   * ERR_DEVICE at the step where it cannot run); `false` never uses it. PyTorch's default is
+   * the foreach update on CUDA; the fused one agrees with it to rounding.
    */
-  fused?: boolean;
+  fused?: boolean | null;
   /**
    * Update a group in one native call with libtorch's multi-tensor (foreach) ops: a dozen
    * launches per step for the whole group instead of several per parameter. `null` (the
@@ -59,7 +63,7 @@ function adamDefinition(name: string, weightDecay: number): OptimizerDefinition<
       weightDecay,
       amsgrad: false,
       maximize: false,
-      fused: false,
+      fused: null,
       foreach: null,
     },
     validate(options, where) {
@@ -71,8 +75,17 @@ function adamDefinition(name: string, weightDecay: number): OptimizerDefinition<
       }
       if (options.amsgrad !== undefined) checkBoolean(name, `${where}.amsgrad`, options.amsgrad);
       if (options.maximize !== undefined) checkBoolean(name, `${where}.maximize`, options.maximize);
-      if (options.fused !== undefined) checkBoolean(name, `${where}.fused`, options.fused);
+      if (options.fused !== undefined) checkForeach(name, `${where}.fused`, options.fused);
       if (options.foreach !== undefined) checkForeach(name, `${where}.foreach`, options.foreach);
+    },
+    checkCombination(options, where) {
+      if (options.fused === true && options.foreach === true) {
+        throw new FlodlError('ERR_INVALID_ARGUMENT', 'fused and foreach cannot both be true', {
+          op: name,
+          expected: `one of ${where}.fused and ${where}.foreach true, or neither`,
+          got: 'fused: true, foreach: true',
+        });
+      }
     },
     stateLayout: ADAM_STATE_LAYOUT,
   };
@@ -154,59 +167,97 @@ export abstract class AdamBase extends Optimizer<AdamGroupOptions, AdamState> {
   /** True for decoupled weight decay (AdamW), as the fused kernel needs to know. */
   protected abstract readonly decoupledWeightDecay: boolean;
 
-  /** Step counts on the device, made for a captured step: the graph advances them itself. */
-  readonly #deviceSteps = new Map<Tensor, Tensor>();
+  /**
+   * The step count of each parameter the fused kernel updates, as the float32 scalar on the
+   * parameter's device it reads, with the host count it was last set from (`state.step` moves
+   * without it when a state is loaded: the next fused step sets it again).
+   */
+  readonly #deviceSteps = new Map<Tensor, { count: Tensor; step: number }>();
 
   /** @internal The fused kernel reads the step count from the device: capturable. */
   override captureRefusal(): string | null {
-    if (this.paramGroups.every((group) => group.fused)) return null;
+    if (this.paramGroups.every((group) => this.#fused(group))) return null;
     const name = this.constructor.name;
-    return `${name} computes its bias correction on the host unless fused: create it with { fused: true } (CUDA) to capture its step`;
+    return `${name} computes its bias correction on the host unless fused: keep its parameters on CUDA with fused at its default, or create it with { fused: true }, to capture its step`;
   }
 
-  /** @internal Moves each step count the fused kernel reads onto the device, once. */
+  /** @internal Sets each device step count from the host one, outside the capture. */
   override prepareCapture(): void {
-    for (const [param, state] of this.state) {
-      if (this.#deviceSteps.has(param)) continue;
-      this.#deviceSteps.set(param, keep(full([], state.step, { dtype: 'float32', device: param.device })));
-    }
+    for (const [param, state] of this.state) this.#deviceStep(param, state);
   }
 
   /** @internal A replay advanced the device counts; the host ones follow. */
   override noteReplayedStep(): void {
-    for (const param of this.#deviceSteps.keys()) {
+    for (const [param, entry] of this.#deviceSteps) {
       const state = this.state.get(param);
-      if (state !== undefined) state.step += 1;
+      if (state === undefined) continue;
+      state.step += 1;
+      entry.step = state.step;
     }
   }
 
   override dispose(): void {
-    for (const step of this.#deviceSteps.values()) step.dispose();
+    for (const { count } of this.#deviceSteps.values()) count.dispose();
     this.#deviceSteps.clear();
     super.dispose();
   }
 
   protected override takesGroupWhole(group: ParamGroup<AdamGroupOptions>): boolean {
-    return group.fused || super.takesGroupWhole(group);
+    return group.fused === true || super.takesGroupWhole(group);
   }
 
   protected override stepGroupWhole(
     group: ParamGroup<AdamGroupOptions>,
     items: readonly GroupItem<AdamState>[],
   ): void {
-    if (group.fused) this.#fusedStep(group, items);
+    if (this.#fused(group)) this.#fusedStep(group, items);
     else this.#foreachStep(group, items);
+  }
+
+  /** The fused kernel's entry for this optimizer (AdamW's decays the weights itself). */
+  get #fusedOp(): 'fusedAdam' | 'fusedAdamW' {
+    return this.decoupledWeightDecay ? 'fusedAdamW' : 'fusedAdam';
+  }
+
+  /**
+   * Whether `group` steps with the fused kernel: asked for, or by default where it can run
+   * (every parameter on CUDA, the kernel in this build, foreach at its default).
+   */
+  #fused(group: ParamGroup<AdamGroupOptions>): boolean {
+    if (group.fused !== null) return group.fused;
+    return group.foreach === null && aten.has(this.#fusedOp) && allOnCuda(group.params);
+  }
+
+  /** The device step count of `param`, set from `state.step` when they differ. */
+  #deviceStep(param: Tensor, state: AdamState): Tensor {
+    let entry = this.#deviceSteps.get(param);
+    if (entry === undefined) {
+      entry = {
+        count: keep(full([], state.step, { dtype: 'float32', device: param.device })),
+        step: state.step,
+      };
+      this.#deviceSteps.set(param, entry);
+    } else if (entry.step !== state.step) {
+      entry.count.fill_(state.step);
+      entry.step = state.step;
+    }
+    return entry.count;
   }
 
   /** One step of the whole group with libtorch's fused CUDA kernel. */
   #fusedStep(group: ParamGroup<AdamGroupOptions>, items: readonly GroupItem<AdamState>[]): void {
     const name = this.constructor.name;
-    if (!aten.has('fusedAdam')) {
-      throw new FlodlError('ERR_DEVICE', `fused ${name} needs a CUDA build of libtorch 2.x`, {
-        op: `${name}.step`,
-        expected: 'a libtorch with the fused Adam kernel',
-        got: 'none in this build (use fused: false)',
-      });
+    const op = this.#fusedOp;
+    if (!aten.has(op)) {
+      throw new FlodlError(
+        'ERR_DEVICE',
+        `fused ${name} needs a CUDA build of libtorch ${op === 'fusedAdamW' ? '2.1' : '2.0'} or later`,
+        {
+          op: `${name}.step`,
+          expected: `a libtorch with the fused ${name} kernel`,
+          got: 'none in this build (use fused: false)',
+        },
+      );
     }
     for (const { param } of items) {
       if (!param.device.startsWith('cuda')) {
@@ -217,20 +268,14 @@ export abstract class AdamBase extends Optimizer<AdamGroupOptions, AdamState> {
         });
       }
     }
-    tidy(() => {
-      // The kernel reads this step's number (counted before the call, as PyTorch's _fused_adam
-      // does) from float32 scalar tensors; the state keeps the count itself. After
-      // prepareCapture the counts live on the device and are advanced there (graph-safe).
-      const steps = items.map(({ param, state }) => {
-        const onDevice = this.#deviceSteps.get(param);
-        if (onDevice === undefined)
-          return full([], state.step + 1, { dtype: 'float32', device: param.device });
-        onDevice.add_(1);
-        return onDevice;
-      });
-      aten.call('fusedAdam', ...groupTensors(items, group.amsgrad), steps, ...this.#settings(group));
-    });
-    for (const { state } of items) state.step += 1;
+    // The kernel's call adds one to every count on the device before the update (graph-safe:
+    // a replay advances them), as PyTorch's fused Adam does; the host counts follow here.
+    const steps = items.map(({ param, state }) => this.#deviceStep(param, state));
+    aten.call(op, ...groupTensors(items, group.amsgrad), steps, ...this.#settings(group));
+    for (const { param, state } of items) {
+      state.step += 1;
+      this.#deviceSteps.get(param)!.step = state.step;
+    }
   }
 
   protected createState(param: Tensor, group: ParamGroup<AdamGroupOptions>): AdamState {

@@ -186,7 +186,7 @@ export class TrainerBuilder<M extends AnyModule = AnyModule> {
    * Capture each rank's step (forward, loss, backward, clipping, update) into a CUDA graph and
    * replay it per batch: one launch per step for small models. CUDA devices, static shapes
    * (a last partial batch trains eagerly), and an optimizer that updates on the device (SGD;
-   * Adam/AdamW with `fused: true`); a per-step LR schedule re-captures every step, so use it
+   * Adam/AdamW on the fused kernel, their default on CUDA); a per-step LR schedule re-captures every step, so use it
    * with a constant or per-epoch schedule. Default off. See `CapturedStep` in `@flodl/nn`.
    */
   cudaGraph(enabled = true): this {

@@ -13,7 +13,7 @@ import {
 } from '@flodl/tensor-native';
 import { testDevice } from '@flodl/testing';
 import { describe, expect, it } from 'vitest';
-import { type Batch, DataLoader, FashionMnist, TensorDataset } from '../src/data/index.js';
+import { type Batch, DataLoader, epochPermutation, FashionMnist, TensorDataset } from '../src/data/index.js';
 import { RankRuntime, recordScalar, Trainer } from '../src/index.js';
 
 const hasFashionMnist = (() => {
@@ -279,5 +279,41 @@ describe('Trainer on one device', () => {
     await run();
     await run();
     expect(liveTensorCount()).toBe(before);
+  });
+});
+
+describe('RankRuntime plans', () => {
+  it("slices each epoch's permutation, chunk by chunk, whatever the order of epochs", () => {
+    const data = regression(40);
+    const model = mlp();
+    const optimizer = new SGD(model.parameters(), { lr: 0.1 });
+    const runtime = new RankRuntime({
+      model,
+      optimizer,
+      dataset: data,
+      batchSize: 4,
+      seed: 9,
+      device: 'cpu',
+    });
+    // Chunks as a streaming cluster hands them out: two epochs open at once, then an older one again.
+    const chunks = [
+      [0, 0, 8],
+      [0, 8, 12],
+      [1, 0, 8],
+      [0, 20, 8],
+      [1, 8, 16],
+      [2, 0, 4],
+      [0, 28, 12],
+      [1, 24, 16],
+    ] as const;
+    for (const [epoch, offset, size] of chunks) {
+      const state = runtime.beginEpoch({ epoch, partitionOffset: offset, partitionSize: size });
+      expect(state.picks, `epoch ${epoch} at ${offset}`).toEqual(
+        Array.from(epochPermutation(40, 9, epoch).subarray(offset, offset + size)),
+      );
+      runtime.endEpoch(state);
+    }
+    runtime.dispose();
+    optimizer.dispose();
   });
 });

@@ -9,6 +9,9 @@ import { epochPermutation } from '../data/random.js';
 import { PlanSampler } from './plan-sampler.js';
 import type { EpochState, TrainingDataset } from './types.js';
 
+/** Epoch permutations a reader keeps: the epoch in flight and the one streamed ahead. */
+const PERMUTATIONS_KEPT = 2;
+
 /** Options of {@link PlanReader}. */
 export interface PlanReaderOptions {
   batchSize: number;
@@ -29,6 +32,11 @@ export class PlanReader {
   #open: EpochState | undefined;
   #iterator: Iterator<Batch> | undefined;
   #runEnd = 0;
+  /**
+   * The permutations of the last epochs planned, newest last: a cluster's plans come in chunks
+   * (several an epoch, up to one epoch ahead), and each would shuffle the whole dataset again.
+   */
+  #permutations: { epoch: number; order: Int32Array }[] = [];
 
   constructor(dataset: TrainingDataset, options: PlanReaderOptions) {
     this.#options = options;
@@ -117,6 +125,7 @@ export class PlanReader {
   /** Frees the loader. */
   dispose(): void {
     this.close();
+    this.#permutations = [];
     this.#loader.dispose();
   }
 
@@ -135,6 +144,16 @@ export class PlanReader {
         got: `offset ${offset}, size ${size}`,
       });
     }
-    return Array.from(epochPermutation(total, this.#options.seed, epoch).subarray(offset, offset + size));
+    return Array.from(this.#permutation(epoch).subarray(offset, offset + size));
+  }
+
+  /** The epoch's permutation of the dataset, shuffled once for the two newest epochs asked for. */
+  #permutation(epoch: number): Int32Array {
+    const cached = this.#permutations.find((entry) => entry.epoch === epoch);
+    if (cached) return cached.order;
+    const order = epochPermutation(this.#total, this.#options.seed, epoch);
+    this.#permutations.push({ epoch, order });
+    if (this.#permutations.length > PERMUTATIONS_KEPT) this.#permutations.shift();
+    return order;
   }
 }

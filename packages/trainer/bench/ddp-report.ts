@@ -66,7 +66,10 @@ export function assess(run: RunResult, alone: RunResult): Assessed {
             return (
               `rank ${part.rank} (speed ${part.speed}): compute ${pct(part.computeMs)} ` +
               `(pacing idle ${pct(part.paceIdleMs)}), data ${pct(part.dataMs)}, ` +
-              `barriers + averaging ${pct(part.waitMs)}; done with its share at ${(part.shareDone * 100).toFixed(0)}% of the epoch; ` +
+              `the rest (reports, control, plan waits, averaging) ${pct(part.waitMs)}; ` +
+              (run.mode.endsWith('Sync')
+                ? `done with its share at ${(part.shareDone * 100).toFixed(0)}% of the epoch; `
+                : '') +
               `work ${part.workPerStepMs.toFixed(1)} ms a step` +
               (part.warmStepMs > 0 ? ` (${part.warmStepMs.toFixed(1)} ms warm, the pace's base)` : '')
             );

@@ -47,7 +47,10 @@ export interface RankPart {
   /** Forward, backward and optimizer step, the pacing idle included (it stands in for a slower device). */
   computeMs: number;
   dataMs: number;
-  /** The rest of the rank's epochs: waiting at barriers and for averaging rounds. */
+  /**
+   * The rest of the training time (the first epoch's start to the last one's end): step
+   * reports and control, waits for the next plan at epoch ends and barriers, averaging rounds.
+   */
   waitMs: number;
   /** Idle the pacer inserted (part of computeMs). */
   paceIdleMs: number;
@@ -55,7 +58,11 @@ export interface RankPart {
   workPerStepMs: number;
   /** A paced rank's warm work per step (a step run straight after the last), the pace's base, ms. */
   warmStepMs: number;
-  /** When the rank finished its share, as a fraction of the epoch (mean over epochs). */
+  /**
+   * When the rank finished its share, as a fraction of the epoch (mean over epochs): the Sync
+   * modes' whole partitions; where epochs stream (Cadence, Async) an epoch's time runs from its
+   * pool's opening, before the previous epoch ends, so this says little there.
+   */
   shareDone: number;
 }
 
@@ -136,7 +143,12 @@ function averagingRounds(log: string): { rounds: number; averagingMs: number } {
   return { rounds, averagingMs };
 }
 
-function rankParts(config: RunConfig, speeds: number[], metrics: EpochMetrics[]): RankPart[] {
+function rankParts(
+  config: RunConfig,
+  speeds: number[],
+  metrics: EpochMetrics[],
+  trainMs: number,
+): RankPart[] {
   const total = metrics.reduce((sum, m) => sum + m.perRankSamples.reduce((a, b) => a + b, 0), 0);
   return speeds.map((speed, rank) => {
     const sum = (pick: (m: EpochMetrics) => number | undefined) =>
@@ -144,7 +156,6 @@ function rankParts(config: RunConfig, speeds: number[], metrics: EpochMetrics[])
     const samples = sum((m) => m.perRankSamples[rank]);
     const computeMs = sum((m) => m.perRankComputeOnlyMs[rank]);
     const dataMs = sum((m) => m.perRankDataStarveMs[rank]);
-    const epochMs = sum((m) => m.epochMs);
     // The scalar is a per-step mean: × the rank's steps gives its total.
     const paceIdleMs = sum(
       (m) => ((m.perRank[rank]?.paceIdleMs ?? 0) * (m.perRankSamples[rank] ?? 0)) / config.batchSize,
@@ -159,7 +170,8 @@ function rankParts(config: RunConfig, speeds: number[], metrics: EpochMetrics[])
       share: total > 0 ? samples / total : 0,
       computeMs,
       dataMs,
-      waitMs: Math.max(0, epochMs - computeMs - dataMs),
+      // Against the training time, not the sum of the epochs': streamed epochs overlap.
+      waitMs: Math.max(0, trainMs - computeMs - dataMs),
       paceIdleMs,
       workPerStepMs: steps > 0 ? (computeMs - paceIdleMs) / steps : 0,
       warmStepMs,
@@ -246,7 +258,7 @@ export async function runConfig(config: RunConfig): Promise<void> {
     loss: quality.loss,
     finalTrainLoss: metrics.at(-1)?.avgLoss ?? Number.NaN,
     ...averagingRounds(config.log),
-    perRank: rankParts(config, speeds, metrics),
+    perRank: rankParts(config, speeds, metrics, trainMs),
     epochShares: metrics.map((m) => {
       const total = m.perRankSamples.reduce((a, b) => a + b, 0);
       return m.perRankSamples.map((count) => (total > 0 ? count / total : 0));

@@ -27,8 +27,8 @@
 // measured in the run over the fastest rank alone's (below the given one where ranks sharing a
 // machine slow each other down). A run that misses 0.9 × its ideal (1.35x
 // for speeds 1,0.5; 1.8x for equal ranks) or 0.5 accuracy points gets a line saying where each
-// rank's time went: compute (pacing idle included), waiting on data, waiting at barriers and
-// for averaging.
+// rank's time went over the training time: compute (pacing idle included), waiting on data, and
+// the rest (step reports and control, waits for plans and at barriers, averaging rounds).
 //
 // Real devices: `--devices cuda:0,cuda:1` puts one rank on each GPU, `--devices cuda:0,cpu` a CPU
 // rank beside a GPU rank (the extreme case: the Cpu modes only, since NCCL needs every rank on a

@@ -64,7 +64,7 @@ const OP = 'CapturedStep';
  * static inputs, `g.replay()`).
  * @example
  * ```ts
- * const optimizer = new Adam(model.parameters(), { lr: 1e-3, fused: true });
+ * const optimizer = new Adam(model.parameters(), { lr: 1e-3 }); // fused on CUDA by default
  * const step = new CapturedStep(optimizer, ([x, y]) => crossEntropy(model.forward(x), y));
  * for (const [x, y] of batches) console.log(step.run([x, y]).item());
  * step.dispose();
@@ -123,7 +123,7 @@ export class CapturedStep {
     if (refusal !== null) {
       throw new FlodlError('ERR_CUDA_GRAPH', 'the optimizer cannot be captured into a CUDA graph', {
         op: OP,
-        expected: 'an optimizer that updates on the device (SGD; Adam or AdamW with fused: true)',
+        expected: 'an optimizer that updates on the device (SGD; Adam or AdamW on the fused kernel)',
         got: refusal,
       });
     }

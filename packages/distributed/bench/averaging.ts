@@ -3,13 +3,16 @@
 // averaging round (Gloo on the CPU) against an `allReduce` of the same bytes alone, all
 // measured in one run. Prints a table; `--json FILE` writes the numbers.
 //
-//   pnpm bench:averaging -- [--params N] [--layers N] [--ranks N] [--rounds N] [--skip-collective] [--json FILE]
+//   pnpm bench:averaging -- [--params N] [--layers N] [--ranks N] [--rounds N] [--skip-collective] [--serial] [--json FILE]
+//
+// --serial: the root averages the whole model before sending any of it (the order before the
+// hosts pipelined the two), for a comparison in the same conditions.
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { cpus, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { MassAccumulator } from '../src/averaging/index.js';
-import { ConsensusPool } from '../src/host/host-reduce.js';
+import { ConsensusPool, foldAndSend } from '../src/host/host-reduce.js';
 import { ControlServer, createRunSecret, type DataChannel } from '../src/wire/index.js';
 import type { RankCollectiveTiming, RankConfig, RankHostTiming } from './averaging-rank.js';
 import { forkTs, loopbackBandwidth, memcpyBandwidth } from './bandwidth.js';
@@ -30,6 +33,11 @@ export interface AveragingBenchOptions {
   rounds?: number;
   /** Skip the collective (Gloo) part. */
   skipCollective?: boolean;
+  /**
+   * The root averages the whole model, then sends it (the hosts' order before 2026-12-03),
+   * instead of the hosts' `foldAndSend`: each tensor averaged as its turn to go out comes.
+   */
+  serial?: boolean;
   /** Print progress and the tables. Default true. */
   print?: boolean;
 }
@@ -38,9 +46,10 @@ export interface AveragingBenchOptions {
 export interface HostPhases {
   /** Signal to every contribution received at the root. */
   receive: number;
+  /** Serial rounds: the contributions added, then averaged (0 when pipelined). */
   fold: number;
   average: number;
-  /** The consensus into every data channel. */
+  /** The consensus into every data channel (pipelined: with the average). */
   sendBack: number;
   /** Signal to every rank having applied the consensus: the round. */
   round: number;
@@ -62,7 +71,7 @@ export interface AveragingBenchResult {
   loopbackBytesPerSec: number;
   /** One copy out, every contribution in over loopback, one fold, the consensus out, one copy back, ms. */
   limitMs: number;
-  host: HostPhases & { roundsMs: number[]; ratioToLimit: number };
+  host: HostPhases & { roundsMs: number[]; ratioToLimit: number; pipelined: boolean };
   collective?: { averageMs: number; allReduceMs: number; ratio: number };
 }
 
@@ -103,6 +112,7 @@ async function hostRounds(
   geometry: ReturnType<typeof shape>,
   ranks: number,
   rounds: number,
+  serial: boolean,
   log: (line: string) => void,
 ): Promise<{ phases: HostPhases; roundsMs: number[] }> {
   const secret = createRunSecret();
@@ -147,17 +157,29 @@ async function hostRounds(
       for (const [rank, child] of children.entries()) child.send({ type: 'round', version, mass: rank + 1 });
       const contributions = await Promise.all(arriving);
       const received = nowMs();
-      const root = new MassAccumulator();
-      for (const [index, contribution] of contributions.entries())
-        root.add(ordered[index] as number, contribution.tensors);
-      const folded = nowMs();
       const buffers = pool.acquire();
-      const consensus = root.average(buffers);
-      const averaged = nowMs();
-      // As CoordinatorHost does: the folded contributions' buffers take the next round's.
-      for (const [index, contribution] of contributions.entries())
-        channels.get(ordered[index] as number)?.recycle(contribution.tensors);
-      await Promise.all(ordered.map((rank) => (channels.get(rank) as DataChannel).send(version, consensus)));
+      let folded = received;
+      let averaged = received;
+      if (serial) {
+        const root = new MassAccumulator();
+        for (const [index, contribution] of contributions.entries())
+          root.add(ordered[index] as number, contribution.tensors);
+        folded = nowMs();
+        const consensus = root.average(buffers);
+        averaged = nowMs();
+        // The folded contributions' buffers take the next round's.
+        for (const [index, contribution] of contributions.entries())
+          channels.get(ordered[index] as number)?.recycle(contribution.tensors);
+        await Promise.all(
+          ordered.map((rank) => (channels.get(rank) as DataChannel).send(version, consensus)),
+        );
+      } else {
+        // Exactly what CoordinatorHost and AveragingHost run.
+        const byRank = new Map(
+          contributions.map((contribution, index) => [ordered[index] as number, contribution]),
+        );
+        await foldAndSend('bench:averaging', server, version, ordered, byRank, buffers);
+      }
       const sentBack = nowMs();
       pool.holdLast(buffers);
       const timings = await Promise.all(done);
@@ -244,7 +266,8 @@ export async function runAveragingBench(options: AveragingBenchOptions = {}): Pr
   const memcpyBefore = memcpyBandwidth(probe);
   const loopbackBefore = await loopbackBandwidth(probe);
   log(`  memcpy ${fmt(memcpyBefore / 1e9)} GB/s, loopback TCP ${fmt(loopbackBefore / 1e9)} GB/s`);
-  const host = await hostRounds(geometry, ranks, rounds, log);
+  const serial = options.serial ?? false;
+  const host = await hostRounds(geometry, ranks, rounds, serial, log);
   // Measured again after the rounds: the machine is shared, take the better of the two.
   const memcpy = Math.max(memcpyBefore, memcpyBandwidth(probe));
   const loopback = Math.max(loopbackBefore, await loopbackBandwidth(probe));
@@ -264,7 +287,12 @@ export async function runAveragingBench(options: AveragingBenchOptions = {}): Pr
     memcpyBytesPerSec: memcpy,
     loopbackBytesPerSec: loopback,
     limitMs,
-    host: { ...host.phases, roundsMs: host.roundsMs, ratioToLimit: host.phases.round / limitMs },
+    host: {
+      ...host.phases,
+      roundsMs: host.roundsMs,
+      ratioToLimit: host.phases.round / limitMs,
+      pipelined: !serial,
+    },
   };
   if (!options.skipCollective) {
     const collective = await collectiveRounds(geometry, ranks, rounds);
@@ -278,9 +306,13 @@ export async function runAveragingBench(options: AveragingBenchOptions = {}): Pr
         ['rank snapshot (scale, copy out)', fmt(result.host.rankSnapshot)],
         ['rank send (into the socket)', fmt(result.host.rankSend)],
         ['root: every contribution in', fmt(result.host.receive)],
-        ['root: fold', fmt(result.host.fold)],
-        ['root: average', fmt(result.host.average)],
-        ['root: consensus out', fmt(result.host.sendBack)],
+        ...(serial
+          ? [
+              ['root: fold', fmt(result.host.fold)],
+              ['root: average', fmt(result.host.average)],
+              ['root: consensus out', fmt(result.host.sendBack)],
+            ]
+          : [['root: average and consensus out (pipelined)', fmt(result.host.sendBack)]]),
         ['rank apply', fmt(result.host.rankApply)],
         ['round', fmt(result.host.round)],
         ['limit (memcpy + loopback)', fmt(limitMs)],
@@ -312,6 +344,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     ranks: intOption(args, 'ranks', 2),
     rounds: intOption(args, 'rounds', 5),
     skipCollective: args.has('skip-collective'),
+    serial: args.has('serial'),
   });
   writeJson(args.get('json'), result);
 }

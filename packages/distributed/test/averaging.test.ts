@@ -83,6 +83,32 @@ describe('mass-law averaging', () => {
     expect(other.average(buffers)[0]!.bytes.buffer).not.toBe(firstBytes.buffer);
   });
 
+  it('computes a later consensus as it is read, prefix by prefix, bit for bit the eager one', () => {
+    for (const count of [1, 2, 3, 10]) {
+      const make = () => {
+        const root = new MassAccumulator();
+        for (let rank = 0; rank < count; rank++) {
+          const weights = Array.from(
+            { length: 1000 },
+            (_, k) => Math.sin(k * (rank + 1)) * 10 ** ((k % 9) - 4),
+          );
+          root.add(rank, [prescaleHost(host('p:w', weights), windowMass(rank + 1))]);
+        }
+        return root;
+      };
+      const [eager] = make().average();
+      const [later] = make().averageLater();
+      // 1000 float32 values: the first 100 (400 bytes), then 16 bytes more, then the rest.
+      const prefix = later!.upTo(400);
+      expect(prefix.byteLength).toBe(4000);
+      expect(prefix.subarray(0, 400)).toEqual(eager!.bytes.subarray(0, 400));
+      expect(prefix.subarray(416, 4000).every((byte) => byte === 0)).toBe(true);
+      expect(later!.upTo(416).subarray(0, 416)).toEqual(eager!.bytes.subarray(0, 416));
+      expect(later!.bytes).toEqual(eager!.bytes);
+      expect(later!.mass).toBe(eager!.mass);
+    }
+  });
+
   it('divides by the mass of exactly the accepted contributions (a zero-step rank enters neither)', () => {
     const root = new MassAccumulator();
     root.add(0, [prescaleHost(host('p:w', [2, 4]), windowMass(2))]);

@@ -145,6 +145,42 @@ describe('data channel', () => {
     tensor.dispose();
   });
 
+  it('sends bytes made chunk by chunk, each asked for just before its chunk goes out', async () => {
+    const { rankChannel, coordinatorChannel } = await pair({}, 64);
+    const values = Float32Array.from({ length: 50 }, (_, k) => k * 0.5 - 3);
+    const buffer = new Uint8Array(values.byteLength); // 200 bytes: chunks of 64, 64, 64, 8
+    const asked: number[] = [];
+    const produce = (end: number): Uint8Array => {
+      asked.push(end);
+      buffer.set(new Uint8Array(values.buffer, 0, end));
+      return buffer;
+    };
+    await rankChannel.send(3, [
+      { name: 'w', mass: 2, dtype: 'float32', shape: [5, 10], bytes: produce },
+      {
+        name: 'b',
+        mass: 2,
+        dtype: 'float32',
+        shape: [2],
+        bytes: new Uint8Array(new Float32Array([1, 2]).buffer),
+      },
+    ]);
+    expect(asked).toEqual([64, 128, 192, 200]);
+    const received = await coordinatorChannel.receiveContribution({ timeoutMs: 5000 });
+    expect(new Float32Array(received.tensors[0]!.bytes.slice().buffer)).toEqual(values);
+    expect(received.tensors[0]!.shape).toEqual([5, 10]);
+    expect(new Float32Array(received.tensors[1]!.bytes.slice().buffer)).toEqual(new Float32Array([1, 2]));
+  });
+
+  it("fails the channel, typed, when bytes made later are not the tensor's size", async () => {
+    const { rankChannel } = await pair({}, 64);
+    await expect(
+      rankChannel.send(1, [
+        { name: 'w', mass: 1, dtype: 'float32', shape: [8], bytes: () => new Uint8Array(4) },
+      ]),
+    ).rejects.toMatchObject({ code: 'ERR_INVALID_ARGUMENT' });
+  });
+
   it('reuses the buffers of recycled tensors for later ones of the same size, each buffer once', async () => {
     const { rankChannel, coordinatorChannel } = await pair();
     const round = (fill: number) => [

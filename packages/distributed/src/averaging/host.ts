@@ -170,19 +170,74 @@ export class MassAccumulator {
    * buffers until they are written again.
    */
   average(into?: ConsensusBuffers): HostTensor[] {
-    const out: HostTensor[] = [];
+    return this.averageLater(into).map(settled);
+  }
+
+  /**
+   * The consensus of `average`, each tensor's values computed as they are first read: all of
+   * them on `bytes`, the first bytes only on `upTo` (a root that ships the consensus chunk by
+   * chunk averages each chunk while the one before it goes out). The contributions' bytes must
+   * not change, and nothing more be added, until every tensor was read whole.
+   */
+  averageLater(into?: ConsensusBuffers): LaterTensor[] {
+    const out: LaterTensor[] = [];
     for (const [name, slot] of this.#slots) {
-      if (!(slot.mass > 0)) continue;
-      const target = into?.take(name, slot.dtype === 'float64' ? 'float64' : 'float32', slot.length);
-      out.push({
-        name,
-        dtype: slot.dtype,
-        shape: slot.shape,
-        mass: slot.mass,
-        bytes: new Uint8Array(foldPending(slot, slot.mass, target).buffer),
-      });
+      if (slot.mass > 0) out.push(new LaterTensor(name, slot, into));
     }
     return out;
+  }
+}
+
+/** `tensor` with every value computed, as a plain HostTensor. */
+export function settled(tensor: HostTensor): HostTensor {
+  const { name, dtype, shape, mass, bytes } = tensor;
+  return { name, dtype, shape, mass, bytes };
+}
+
+/** A tensor of a consensus whose values are computed as they are read ({@link MassAccumulator.averageLater}). */
+export class LaterTensor implements HostTensor {
+  readonly dtype: DType;
+  readonly shape: readonly number[];
+  readonly mass: number;
+  readonly #slot: Slot;
+  readonly #into: ConsensusBuffers | undefined;
+  #values: Floats | undefined;
+  #view: Uint8Array | undefined;
+  /** Elements computed so far, from the first. */
+  #done = 0;
+
+  constructor(
+    readonly name: string,
+    slot: Slot,
+    into: ConsensusBuffers | undefined,
+  ) {
+    this.dtype = slot.dtype;
+    this.shape = slot.shape;
+    this.mass = slot.mass;
+    this.#slot = slot;
+    this.#into = into;
+  }
+
+  /** Every value (computed now where they were not yet). */
+  get bytes(): Uint8Array {
+    return this.upTo(Number.POSITIVE_INFINITY);
+  }
+
+  /** The tensor's bytes, of which at least the first `byteEnd` hold their values. */
+  upTo(byteEnd: number): Uint8Array {
+    const slot = this.#slot;
+    const float64 = slot.dtype === 'float64';
+    this.#values ??=
+      this.#into?.take(this.name, float64 ? 'float64' : 'float32', slot.length) ??
+      (float64 ? new Float64Array(slot.length) : new Float32Array(slot.length));
+    const values = this.#values;
+    const end = Math.min(slot.length, Math.ceil(byteEnd / values.BYTES_PER_ELEMENT));
+    if (end > this.#done) {
+      foldRange(slot, slot.mass, values, this.#done, end);
+      this.#done = end;
+    }
+    this.#view ??= new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
+    return this.#view;
   }
 }
 
@@ -216,44 +271,44 @@ type Floats = Float32Array | Float64Array;
 function foldPending(slot: Slot, mass?: number): Float64Array;
 function foldPending(slot: Slot, mass: number, into?: Floats): Floats;
 function foldPending(slot: Slot, mass?: number, into?: Floats): Floats {
-  const inputs: Floats[] = slot.sum ? [slot.sum, ...slot.pending] : slot.pending;
   const out =
     into ??
     (mass === undefined || slot.dtype === 'float64'
       ? new Float64Array(slot.length)
       : new Float32Array(slot.length));
-  const divisor = mass ?? 1;
-  // Two or three inputs (the usual world sizes) in one loop each; more go block by block.
-  if (inputs.length === 1) sum1(out, inputs[0] as Floats, divisor);
-  else if (inputs.length === 2) sum2(out, inputs[0] as Floats, inputs[1] as Floats, divisor);
-  else if (inputs.length === 3)
-    sum3(out, inputs[0] as Floats, inputs[1] as Floats, inputs[2] as Floats, divisor);
-  else sumBlocks(out, inputs, divisor);
+  foldRange(slot, mass ?? 1, out, 0, slot.length);
   return out;
 }
 
-function sum1(out: Floats, a: Floats, divisor: number): void {
-  const length = out.length;
-  for (let i = 0; i < length; i += 1) out[i] = (0 + (a[i] as number)) / divisor;
+/** {@link foldPending}'s pass over the elements [from, to) into `out`, divided by `divisor`. */
+function foldRange(slot: Slot, divisor: number, out: Floats, from: number, to: number): void {
+  const inputs: Floats[] = slot.sum ? [slot.sum, ...slot.pending] : slot.pending;
+  // Two or three inputs (the usual world sizes) in one loop each; more go block by block.
+  if (inputs.length === 1) sum1(out, inputs[0] as Floats, divisor, from, to);
+  else if (inputs.length === 2) sum2(out, inputs[0] as Floats, inputs[1] as Floats, divisor, from, to);
+  else if (inputs.length === 3)
+    sum3(out, inputs[0] as Floats, inputs[1] as Floats, inputs[2] as Floats, divisor, from, to);
+  else sumBlocks(out, inputs, divisor, from, to);
 }
 
-function sum2(out: Floats, a: Floats, b: Floats, divisor: number): void {
-  const length = out.length;
-  for (let i = 0; i < length; i += 1) out[i] = (0 + (a[i] as number) + (b[i] as number)) / divisor;
+function sum1(out: Floats, a: Floats, divisor: number, from: number, to: number): void {
+  for (let i = from; i < to; i += 1) out[i] = (0 + (a[i] as number)) / divisor;
 }
 
-function sum3(out: Floats, a: Floats, b: Floats, c: Floats, divisor: number): void {
-  const length = out.length;
-  for (let i = 0; i < length; i += 1)
+function sum2(out: Floats, a: Floats, b: Floats, divisor: number, from: number, to: number): void {
+  for (let i = from; i < to; i += 1) out[i] = (0 + (a[i] as number) + (b[i] as number)) / divisor;
+}
+
+function sum3(out: Floats, a: Floats, b: Floats, c: Floats, divisor: number, from: number, to: number): void {
+  for (let i = from; i < to; i += 1)
     out[i] = (0 + (a[i] as number) + (b[i] as number) + (c[i] as number)) / divisor;
 }
 
 /** Any number of inputs, `BLOCK` elements at a time (the block's float64 sums stay in L1). */
-function sumBlocks(out: Floats, inputs: readonly Floats[], divisor: number): void {
-  const length = out.length;
+function sumBlocks(out: Floats, inputs: readonly Floats[], divisor: number, from: number, to: number): void {
   const block = new Float64Array(BLOCK);
-  for (let start = 0; start < length; start += BLOCK) {
-    const size = Math.min(BLOCK, length - start);
+  for (let start = from; start < to; start += BLOCK) {
+    const size = Math.min(BLOCK, to - start);
     block.fill(0);
     for (const values of inputs) addBlock(block, values, start, size);
     for (let i = 0; i < size; i += 1) out[start + i] = (block[i] as number) / divisor;

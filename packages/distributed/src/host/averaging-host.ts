@@ -2,7 +2,7 @@ import { FlodlError } from '@flodl/tensor-native';
 import type { LaunchMode } from '../launcher/options.js';
 import { isCollectiveMode } from '../session/session.js';
 import type { ControlServer } from '../wire/server.js';
-import { ConsensusPool, foldRound, sendConsensus } from './host-reduce.js';
+import { ConsensusPool, type FoldedRound, foldAndSend } from './host-reduce.js';
 import type { HostRound } from './host-round.js';
 import { JoinRule } from './join-rule.js';
 
@@ -139,9 +139,9 @@ export class AveragingHost {
     if (round && round.pending.size > 0) await new Promise<void>((resolve) => (round.ready = resolve));
     // Written into a buffer set of its own, given back once the consensus is sent.
     const buffers = this.#consensusPool.acquire();
-    let folded: ReturnType<typeof foldRound>;
+    let folded: FoldedRound;
     try {
-      folded = foldRound(
+      folded = await foldAndSend(
         'AveragingHost',
         this.server,
         version,
@@ -149,7 +149,6 @@ export class AveragingHost {
         new Map(received.map(({ rank, contribution }) => [rank, contribution])),
         buffers,
       );
-      await sendConsensus(this.server, ranks, version, folded.consensus);
     } finally {
       this.#consensusPool.release(buffers);
     }

@@ -20,7 +20,7 @@ import { BOOTSTRAP_CAPABILITY } from '../wire/handshake.js';
 import { DEFAULT_LIVENESS_MS } from '../wire/liveness.js';
 import type { CoordinatorMessage, Hello } from '../wire/messages.js';
 import type { ControlServer } from '../wire/server.js';
-import { ConsensusPool, foldRound, sendConsensus } from './host-reduce.js';
+import { ConsensusPool, type FoldedRound, foldAndSend } from './host-reduce.js';
 import type { HostRound } from './host-round.js';
 import { JoinRule } from './join-rule.js';
 import { coordinatorOptionsFor, runSettingsOf } from './run-settings.js';
@@ -491,12 +491,19 @@ export class CoordinatorHost {
     // The consensus is written into a buffer set that neither the last consensus nor a round
     // still sending uses; it is given back once a later consensus replaces this one.
     const buffers = this.#consensusPool.acquire();
-    let folded: ReturnType<typeof foldRound>;
+    let folded: FoldedRound;
     try {
-      folded = foldRound('CoordinatorHost', this.server, reduce.version, accepted, reduce.received, buffers);
-      // The consensus goes out on the data channels before the coordinator's Update; a rank
-      // dying now is the coordinator's to declare (its Update is never sent).
-      await sendConsensus(this.server, accepted, reduce.version, folded.consensus);
+      // The consensus goes out on the data channels (each tensor averaged as its turn comes)
+      // before the coordinator's Update; a rank dying now is the coordinator's to declare (its
+      // Update is never sent).
+      folded = await foldAndSend(
+        'CoordinatorHost',
+        this.server,
+        reduce.version,
+        accepted,
+        reduce.received,
+        buffers,
+      );
     } catch (error) {
       this.#consensusPool.release(buffers);
       throw error;

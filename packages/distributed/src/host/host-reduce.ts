@@ -2,8 +2,14 @@
 // contributions (the mass law: one division by the summed mass of exactly the accepted ones),
 // hand their buffers back for the next round, and ship the consensus on the data channels.
 import { FlodlError, invalidArgument } from '@flodl/tensor-native';
-import { ConsensusBuffers, type HostTensor, MassAccumulator } from '../averaging/host.js';
-import type { ReceivedContribution } from '../wire/data-channel.js';
+import {
+  ConsensusBuffers,
+  type HostTensor,
+  LaterTensor,
+  MassAccumulator,
+  settled,
+} from '../averaging/host.js';
+import type { OutgoingTensor, ReceivedContribution } from '../wire/data-channel.js';
 import type { ControlServer } from '../wire/server.js';
 
 /** One folded round. */
@@ -35,6 +41,52 @@ export function foldRound(
   received: ReadonlyMap<number, ReceivedContribution>,
   into?: ConsensusBuffers,
 ): FoldedRound {
+  return foldLater(op, server, version, accepted, received, into).settle();
+}
+
+/**
+ * {@link foldRound}, then the consensus out to each of `ranks` on its data channel
+ * ({@link sendConsensus}), pipelined: each tensor is averaged when its turn to go out comes,
+ * while the one before it is still on its way, instead of the whole model first. The
+ * contributions' buffers are lent back once every tensor is averaged (after the sends, or
+ * after a failed one).
+ *
+ * @throws as foldRound
+ */
+export async function foldAndSend(
+  op: string,
+  server: ControlServer,
+  version: number,
+  accepted: readonly number[],
+  received: ReadonlyMap<number, ReceivedContribution>,
+  into?: ConsensusBuffers,
+): Promise<FoldedRound> {
+  const folding = foldLater(op, server, version, accepted, received, into);
+  try {
+    await sendConsensus(server, accepted, version, folding.later.map(sentLater));
+  } finally {
+    // Every value computed (a rank that died left some unread) before the buffers go back.
+    folding.settle();
+  }
+  return folding.settle();
+}
+
+/** A consensus tensor as a data channel sends it: each chunk's values computed when its turn comes. */
+function sentLater(tensor: HostTensor): OutgoingTensor {
+  const { name, mass, dtype, shape } = tensor;
+  if (!(tensor instanceof LaterTensor)) return { name, mass, dtype, shape, bytes: tensor.bytes };
+  return { name, mass, dtype, shape, bytes: (end) => tensor.upTo(end) };
+}
+
+/** The fold of a round, its values computed on first read; `settle` computes the rest and lends the buffers back. */
+function foldLater(
+  op: string,
+  server: ControlServer,
+  version: number,
+  accepted: readonly number[],
+  received: ReadonlyMap<number, ReceivedContribution>,
+  into: ConsensusBuffers | undefined,
+): { later: HostTensor[]; settle: () => FoldedRound } {
   const root = new MassAccumulator();
   const masses: Record<number, number> = {};
   for (const rank of accepted) {
@@ -54,13 +106,19 @@ export function foldRound(
     masses[rank] = contribution.tensors.find((tensor) => tensor.name.startsWith('p:'))?.mass ?? 0;
   }
   if (accepted.length === 0) throw invalidArgument(op, 'accepted', 'at least one rank', accepted);
-  const average = root.average(into);
-  const consensus = average.length > 0 ? average : [untrainedMarker(received.get(accepted[0]!)!)];
-  // Folded: the contributions' buffers receive the next round's (no fresh memory per round).
-  for (const rank of accepted)
-    server.dataChannelOf(rank)?.recycle((received.get(rank) as ReceivedContribution).tensors);
+  const average: HostTensor[] = root.averageLater(into);
+  const later = average.length > 0 ? average : [untrainedMarker(received.get(accepted[0]!)!)];
   const totalMass = Object.values(masses).reduce((sum, mass) => sum + mass, 0);
-  return { consensus, masses, totalMass };
+  let round: FoldedRound | undefined;
+  const settle = (): FoldedRound => {
+    if (round) return round;
+    round = { consensus: later.map(settled), masses, totalMass };
+    // Folded: the contributions' buffers receive the next round's (no fresh memory per round).
+    for (const rank of accepted)
+      server.dataChannelOf(rank)?.recycle((received.get(rank) as ReceivedContribution).tensors);
+    return round;
+  };
+  return { later, settle };
 }
 
 /**
@@ -109,13 +167,13 @@ export async function sendConsensus(
   server: ControlServer,
   ranks: readonly number[],
   version: number,
-  consensus: readonly HostTensor[],
+  consensus: readonly OutgoingTensor[],
 ): Promise<void> {
   await Promise.all(
     ranks.map((rank) =>
       server
         .dataChannelOf(rank)
-        ?.send(version, consensus as HostTensor[])
+        ?.send(version, consensus)
         .catch(() => undefined),
     ),
   );

@@ -30,10 +30,22 @@ export interface DataChannelOptions {
   maxSpareBytes?: number;
 }
 
-/** A tensor to send: a live tensor (copied out once by `toBytes`), or bytes already on the host. */
+/**
+ * A tensor to send: a live tensor (copied out once by `toBytes`), or bytes on the host, or a
+ * function that returns them with at least the first `end` bytes written, called before each
+ * chunk is sent (`end` its last byte + 1): a root computes each chunk of the consensus while
+ * the one before it goes out. It returns the same whole-tensor buffer every call.
+ */
 export type OutgoingTensor =
   | { name: string; mass: number; tensor: Tensor }
-  | { name: string; mass: number; dtype: DType; shape: readonly number[]; bytes: Uint8Array };
+  | { name: string; mass: number; dtype: DType; shape: readonly number[]; bytes: Uint8Array }
+  | {
+      name: string;
+      mass: number;
+      dtype: DType;
+      shape: readonly number[];
+      bytes: (end: number) => Uint8Array;
+    };
 
 /** One received tensor: its raw little-endian bytes and where it sits in its contribution. */
 export class ReceivedTensor {
@@ -274,6 +286,17 @@ export class DataChannel {
       };
       for (const [index, entry] of tensors.entries()) {
         await write(MessageKind.TensorBegin, headers[index]!);
+        if ('bytes' in entry && typeof entry.bytes === 'function') {
+          const produce = entry.bytes;
+          const length = byteLength(entry);
+          for (let offset = 0; offset < length; offset += this.chunkBytes) {
+            const end = Math.min(length, offset + this.chunkBytes);
+            const bytes = produce(end);
+            if (offset === 0) checkBytes(entry, bytes);
+            await write(MessageKind.TensorChunk, bytes.subarray(offset, end));
+          }
+          continue;
+        }
         const bytes = 'tensor' in entry ? toBytes(entry.tensor) : entry.bytes;
         for (let offset = 0; offset < bytes.length; offset += this.chunkBytes) {
           await write(MessageKind.TensorChunk, bytes.subarray(offset, offset + this.chunkBytes));
@@ -429,7 +452,20 @@ function describeOutgoing(entry: OutgoingTensor): TensorBegin {
     shape: [...shape],
     mass: entry.mass,
   };
-  const expected = shape.reduce((product, size) => product * size, 1) * elementSize(dtype);
+  // Bytes made later are checked when they are made (see bytesOf).
+  if (typeof bytes !== 'function') checkBytes(entry, bytes);
+  return tensor;
+}
+
+/** The bytes of a tensor of `entry`'s dtype and shape. */
+function byteLength(entry: Exclude<OutgoingTensor, { tensor: Tensor }>): number {
+  return entry.shape.reduce((product, size) => product * size, 1) * elementSize(entry.dtype);
+}
+
+/** Refuses bytes that are not a Uint8Array of exactly `entry`'s byte length. */
+function checkBytes(entry: Exclude<OutgoingTensor, { tensor: Tensor }>, bytes: unknown): void {
+  const { name, dtype, shape } = entry;
+  const expected = byteLength(entry);
   if (!(bytes instanceof Uint8Array) || bytes.length !== expected) {
     throw invalidArgument(
       'DataChannel.send',
@@ -438,7 +474,6 @@ function describeOutgoing(entry: OutgoingTensor): TensorBegin {
       bytes,
     );
   }
-  return tensor;
 }
 
 function wireDType(dtype: DType): TensorBegin['dtype'] {

@@ -33,16 +33,19 @@ export interface FoldedRound {
  * @throws FlodlError ERR_WIRE for a contribution of another round, ERR_INVALID_ARGUMENT for
  *   an empty accepted set
  */
-export function foldRound(
+export function foldRound(...round: RoundArguments): FoldedRound {
+  return foldLater(...round).settle();
+}
+
+/** What a round's fold takes: who names errors, the server, the round, its ranks, their contributions, the buffers to write into. */
+type RoundArguments = [
   op: string,
   server: ControlServer,
   version: number,
   accepted: readonly number[],
   received: ReadonlyMap<number, ReceivedContribution>,
   into?: ConsensusBuffers,
-): FoldedRound {
-  return foldLater(op, server, version, accepted, received, into).settle();
-}
+];
 
 /**
  * {@link foldRound}, then the consensus out to each of `ranks` on its data channel
@@ -53,22 +56,16 @@ export function foldRound(
  *
  * @throws as foldRound
  */
-export async function foldAndSend(
-  op: string,
-  server: ControlServer,
-  version: number,
-  accepted: readonly number[],
-  received: ReadonlyMap<number, ReceivedContribution>,
-  into?: ConsensusBuffers,
-): Promise<FoldedRound> {
-  const folding = foldLater(op, server, version, accepted, received, into);
+export async function foldAndSend(...round: RoundArguments): Promise<FoldedRound> {
+  const [, server, version, accepted] = round;
+  const folding = foldLater(...round);
   try {
     await sendConsensus(server, accepted, version, folding.later.map(sentLater));
   } finally {
     // Every value computed (a rank that died left some unread) before the buffers go back.
     folding.settle();
   }
-  return folding.settle();
+  return folding.settle(); // the round settled above
 }
 
 /** A consensus tensor as a data channel sends it: each chunk's values computed when its turn comes. */
@@ -79,14 +76,10 @@ function sentLater(tensor: HostTensor): OutgoingTensor {
 }
 
 /** The fold of a round, its values computed on first read; `settle` computes the rest and lends the buffers back. */
-function foldLater(
-  op: string,
-  server: ControlServer,
-  version: number,
-  accepted: readonly number[],
-  received: ReadonlyMap<number, ReceivedContribution>,
-  into: ConsensusBuffers | undefined,
-): { later: HostTensor[]; settle: () => FoldedRound } {
+function foldLater(...[op, server, version, accepted, received, into]: RoundArguments): {
+  later: HostTensor[];
+  settle: () => FoldedRound;
+} {
   const root = new MassAccumulator();
   const masses: Record<number, number> = {};
   for (const rank of accepted) {

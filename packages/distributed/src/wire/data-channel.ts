@@ -286,20 +286,10 @@ export class DataChannel {
       };
       for (const [index, entry] of tensors.entries()) {
         await write(MessageKind.TensorBegin, headers[index]!);
-        if ('bytes' in entry && typeof entry.bytes === 'function') {
-          const produce = entry.bytes;
-          const length = byteLength(entry);
-          for (let offset = 0; offset < length; offset += this.chunkBytes) {
-            const end = Math.min(length, offset + this.chunkBytes);
-            const bytes = produce(end);
-            if (offset === 0) checkBytes(entry, bytes);
-            await write(MessageKind.TensorChunk, bytes.subarray(offset, end));
-          }
-          continue;
-        }
-        const bytes = 'tensor' in entry ? toBytes(entry.tensor) : entry.bytes;
-        for (let offset = 0; offset < bytes.length; offset += this.chunkBytes) {
-          await write(MessageKind.TensorChunk, bytes.subarray(offset, offset + this.chunkBytes));
+        const { length, upTo } = chunkSource(entry);
+        for (let offset = 0; offset < length; offset += this.chunkBytes) {
+          const end = Math.min(length, offset + this.chunkBytes);
+          await write(MessageKind.TensorChunk, upTo(end).subarray(offset, end));
         }
       }
       await last;
@@ -455,6 +445,29 @@ function describeOutgoing(entry: OutgoingTensor): TensorBegin {
   // Bytes made later are checked when they are made (see bytesOf).
   if (typeof bytes !== 'function') checkBytes(entry, bytes);
   return tensor;
+}
+
+/**
+ * Where `entry`'s chunks come from: its byte count, and its bytes with at least the first `end`
+ * written (a live tensor copied out once here; bytes made later checked on the first chunk).
+ */
+function chunkSource(entry: OutgoingTensor): { length: number; upTo: (end: number) => Uint8Array } {
+  if ('tensor' in entry) {
+    const bytes = toBytes(entry.tensor);
+    return { length: bytes.length, upTo: () => bytes };
+  }
+  const { bytes: made } = entry;
+  if (typeof made !== 'function') return { length: made.length, upTo: () => made };
+  let checked = false;
+  return {
+    length: byteLength(entry),
+    upTo: (end) => {
+      const bytes = made(end);
+      if (!checked) checkBytes(entry, bytes);
+      checked = true;
+      return bytes;
+    },
+  };
 }
 
 /** The bytes of a tensor of `entry`'s dtype and shape. */

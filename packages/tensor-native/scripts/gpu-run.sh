@@ -11,6 +11,8 @@
 #                this machine's PyTorch
 #   graphs       the CUDA graph tests (CudaGraph, CapturedStep) and bench:train's small models
 #                with and without a captured step
+#   kernels      bench:kernels: kernels, memcpys and memsets per training step on each side
+#                (a CUPTI counter), their GPU time and the step's wall time
 #   managed      bench:managed on cuda: the managed Trainer against a hand-written loop, on
 #                the Fashion-MNIST test split carried in .device/fashion-mnist
 #   ddp          bench:ddp on CPU ranks: the fastest rank alone against two ranks in each
@@ -72,6 +74,7 @@ for phase in "${phases[@]}"; do
         (cd packages/nn && FLODL_TEST_DEVICE=cuda node "$vitest" run test/captured-step.test.ts) &&
         node --expose-gc packages/trainer/bench/train.mjs --device cuda --model mlp64,cnn-small --cuda-graph) 2>&1 |
         log graphs || status=1 ;;
+    kernels) node packages/trainer/bench/kernels.mjs --model mlp64,cnn-small,cnn,lstm ${OUT:+--json "$OUT/kernels.json"} 2>&1 | log kernels || status=1 ;;
     managed)
       if [ -d .device/fashion-mnist ]; then
         (cd packages/trainer && node --expose-gc --import tsx bench/managed.ts --device cuda \

@@ -18,6 +18,7 @@
         "native/ops-nn.cc",
         "native/maxpool-cpu.cc",
         "native/gemm-cpu.cc",
+        "native/matmul-cpu.cc",
         "native/ops-loss.cc",
         "native/ops-rnn.cc",
         "native/ops-optim.cc",

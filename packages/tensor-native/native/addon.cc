@@ -11,6 +11,7 @@
 
 #include "addon-state.h"
 #include "call.h"
+#include "gemm-cpu.h"
 
 namespace {
 
@@ -35,6 +36,7 @@ void tuneAllocator() {
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   tuneAllocator();
+  flodl::registerOneDnnMatmul();
   auto* state = new flodl::AddonState(env);
   env.SetInstanceData<flodl::AddonState>(state);  // deleted with the environment
   flodl::Registry registry(env, exports, state);

@@ -64,12 +64,7 @@ class SignalsHeld {
 // C[m×n] = op(A) · op(B) (+ C when accumulate), row-major, leading dimensions as stored.
 void product(char transA, char transB, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
              int64_t ldb, bool accumulate, float* c, int64_t ldc) {
-  int status;
-  {
-    const SignalsHeld held;
-    status = sgemm()(transA, transB, m, n, k, 1.0f, a, lda, b, ldb, accumulate ? 1.0f : 0.0f, c, ldc);
-  }
-  if (status != 0) throw std::runtime_error("oneDNN sgemm failed with status " + std::to_string(status));
+  oneDnnProduct(transA, transB, m, n, k, 1.0f, a, lda, b, ldb, accumulate ? 1.0f : 0.0f, c, ldc);
 }
 
 // input [..., in] · weightᵀ [in, out] + bias, into a fresh [..., out] tensor.
@@ -143,6 +138,16 @@ bool plainFloatCpu(const at::Tensor& t) {
 }
 
 }  // namespace
+
+void oneDnnProduct(char transA, char transB, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                   int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  int status;
+  {
+    const SignalsHeld held;
+    status = sgemm()(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+  if (status != 0) throw std::runtime_error("oneDNN sgemm failed with status " + std::to_string(status));
+}
 
 bool oneDnnGemmAvailable() { return sgemm() != nullptr; }
 

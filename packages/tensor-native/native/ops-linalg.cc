@@ -5,6 +5,7 @@
 
 #include "call.h"
 #include "fast-path.h"
+#include "gemm-cpu.h"
 
 namespace flodl {
 namespace {
@@ -13,14 +14,14 @@ namespace {
 FLODL_OP(matmul) {
   const at::Tensor& a = c.tensor(0);
   const at::Tensor& b = c.tensor(1);
-  if (a.dim() == 2 && b.dim() == 2 && directCpu(a, b)) return c.result(at::cpu::mm(a, b));
+  if (a.dim() == 2 && b.dim() == 2 && directCpu(a, b)) return c.result(mmCpu(a, b));
   BelowAutogradIf skip(!needsAutograd(a, b));
   return c.result(at::matmul(a, b));
 }
 FLODL_OP(mm) {
   const at::Tensor& a = c.tensor(0);
   const at::Tensor& b = c.tensor(1);
-  if (directCpu(a, b)) return c.result(at::cpu::mm(a, b));
+  if (directCpu(a, b)) return c.result(mmCpu(a, b));
   return c.result(at::mm(a, b));
 }
 FLODL_OP(bmm) { return c.result(at::bmm(c.tensor(0), c.tensor(1))); }

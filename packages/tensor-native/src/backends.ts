@@ -55,8 +55,10 @@ export interface MatmulBackend {
 /** CPU switches (no PyTorch counterpart). */
 export interface CpuBackend {
   /**
-   * Float32 linear maps (`linear`, the `Linear` layer: forward, input and weight gradients) on
-   * the CPU by oneDNN's sgemm instead of libtorch's BLAS. Default true where {@link
+   * Float32 linear maps (`linear`, the `Linear` layer: forward, input and weight gradients) and
+   * matrix products (libtorch's CPU `mm`, `addmm` and `bmm`, so `matmul`, the RNN layers and
+   * attention, forward and backward) on the CPU by oneDNN's sgemm instead of libtorch's BLAS.
+   * Default true where {@link
    * oneDnnAvailable} (false with `FLODL_GEMM=libtorch` in the environment). Debian's libtorch
    * does its matrix products with the reference BLAS (4-7.5 GFLOP/s on one core) while the oneDNN
    * it links for its convolutions reaches 50-240 on the same small shapes. Results agree with

@@ -112,7 +112,7 @@ export function printReport(summary, setup) {
     setup.device === 'cuda'
       ? `; ${setup.deviceName}, cuDNN ${torch.cudnn}, cudnn.benchmark off, TF32 matmul ` +
         `${torch.tf32.matmul ? 'on' : 'off'} and cuDNN ${torch.tf32.cudnn ? 'on' : 'off'} (libtorch's defaults, both sides)`
-      : `; CPU linear maps: flodl ${setup.linearBy}, PyTorch libtorch's BLAS (${torch.blas?.join(', ') ?? 'unknown'})`;
+      : `; CPU linear maps and matrix products: flodl ${setup.linearBy}, PyTorch libtorch's BLAS (${torch.blas?.join(', ') ?? 'unknown'})`;
   console.log(
     `\nflodl: Node ${setup.node}, libtorch ${setup.libtorch}; PyTorch ${torch.torch} (${torch.python}, ` +
       `Python ${torch.pythonVersion}); ${setup.device}, ${setup.threads} threads${cudaPart}`,

@@ -131,6 +131,21 @@ std::vector<int64_t> Call::integers(size_t i) {
   return out;
 }
 
+c10::SmallVector<int64_t, 8> Call::integerTail(size_t i) {
+  c10::SmallVector<int64_t, 8> out;
+  const size_t count = info.Length();
+  napi_valuetype type = napi_undefined;
+  if (i < count) napi_typeof(env, raw(i), &type);
+  if (type != napi_number) {
+    const std::vector<int64_t> list = integers(i);
+    out.append(list.begin(), list.end());
+    return out;
+  }
+  out.resize(count - i);
+  for (size_t k = i; k < count; ++k) out[k - i] = integer(k);
+  return out;
+}
+
 at::ScalarType Call::dtype(size_t i) {
   at::ScalarType type;
   if (!dtypeFromCode(static_cast<int32_t>(integer(i)), &type)) invalid(i, "a dtype code");

@@ -6,6 +6,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Scalar.h>
+#include <c10/util/SmallVector.h>
 
 #include <memory>
 #include <string>
@@ -40,6 +41,9 @@ class Call {
   at::Scalar scalar(size_t i);
   c10::optional<at::Scalar> optionalScalar(size_t i);
   std::vector<int64_t> integers(size_t i);  // an array of integers, or one integer
+  // Sizes as the hot view ops take them: the numbers from argument i to the last
+  // (`reshape(h, 8, 8)`: no list to read), else the list at argument i as `integers` reads it.
+  c10::SmallVector<int64_t, 8> integerTail(size_t i);
   at::ScalarType dtype(size_t i);
   c10::optional<at::ScalarType> optionalDtype(size_t i);  // absent or -1 -> none
   c10::Device device(size_t i);

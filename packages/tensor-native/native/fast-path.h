@@ -44,4 +44,10 @@ class BelowAutogradIf {
   c10::optional<at::AutoDispatchBelowAutograd> guard_;
 };
 
+// Holds the state the dispatcher's autograd kernel sets before it calls a CPU kernel: the ops
+// a composite kernel calls inside (a reduction's views and fills, an index kernel's
+// temporaries) then dispatch below autograd and ADInplaceOrView. Called directly without it,
+// each of those inner ops takes the whole dispatch stack and builds view metadata.
+using DirectKernelGuard = at::AutoDispatchBelowADInplaceOrView;
+
 }  // namespace flodl

@@ -1,25 +1,54 @@
 // Reductions over all elements or over dims (keepdim), scans, softmax and friends.
 #include <ATen/ATen.h>
+#include <ATen/CPUFunctions.h>
 
 #include "call.h"
+#include "fast-path.h"
 
 namespace flodl {
 namespace {
 
 // sum(t, dims?, keepdim, dtype?)
-// Reductions keep the full dispatch: measured, skipping the autograd layer makes them slower
-// (their composite kernels re-dispatch inside), unlike views and element-wise ops.
+// Reductions keep the full dispatch where a kernel is not called directly: measured, skipping
+// only the autograd layer makes them slower (their composite kernels re-dispatch inside).
+// A plain CPU tensor's sum and mean call the structured CPU kernel directly, the kernel the
+// dispatcher reaches for them (its hops, two for the whole-tensor overload, are most of a small
+// reduction's cost); `dim` absent (nullopt) is the whole tensor.
 FLODL_OP(sum) {
   const at::Tensor& x = c.tensor(0);
   const auto dtype = c.optionalDtype(3);
-  if (c.isAbsent(1)) return c.result(at::sum(x, dtype));
-  return c.result(at::sum(x, c.integers(1), c.flag(2), dtype));
+  if (c.isAbsent(1)) {
+    if (directCpu(x)) {
+      DirectKernelGuard guard;
+      return c.result(at::cpu::sum(x, c10::nullopt, false, dtype));
+    }
+    return c.result(at::sum(x, dtype));
+  }
+  const std::vector<int64_t> dims = c.integers(1);
+  const bool keepdim = c.flag(2);
+  if (directCpu(x)) {
+    DirectKernelGuard guard;
+    return c.result(at::cpu::sum(x, dims, keepdim, dtype));
+  }
+  return c.result(at::sum(x, dims, keepdim, dtype));
 }
 FLODL_OP(mean) {
   const at::Tensor& x = c.tensor(0);
   const auto dtype = c.optionalDtype(3);
-  if (c.isAbsent(1)) return c.result(at::mean(x, dtype));
-  return c.result(at::mean(x, c.integers(1), c.flag(2), dtype));
+  if (c.isAbsent(1)) {
+    if (directCpu(x)) {
+      DirectKernelGuard guard;
+      return c.result(at::cpu::mean(x, c10::nullopt, false, dtype));
+    }
+    return c.result(at::mean(x, dtype));
+  }
+  const std::vector<int64_t> dims = c.integers(1);
+  const bool keepdim = c.flag(2);
+  if (directCpu(x)) {
+    DirectKernelGuard guard;
+    return c.result(at::cpu::mean(x, dims, keepdim, dtype));
+  }
+  return c.result(at::mean(x, dims, keepdim, dtype));
 }
 // prod(t, dim?, keepdim, dtype?)
 FLODL_OP(prod) {

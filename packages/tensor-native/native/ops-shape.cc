@@ -1,5 +1,6 @@
 // Views, reshaping, joining, splitting, indexing, gathering/scattering and sorting.
 #include <ATen/ATen.h>
+#include <ATen/CPUFunctions.h>
 
 #include "call.h"
 #include "fast-path.h"
@@ -10,12 +11,12 @@ namespace {
 FLODL_OP(reshape) {
   const at::Tensor& x = c.tensor(0);
   BelowAutogradIf skip(!needsAutograd(x));
-  return c.result(at::reshape(x, c.integers(1)));
+  return c.result(at::reshape(x, c.integerTail(1)));
 }
 FLODL_OP(view) {
   const at::Tensor& x = c.tensor(0);
   BelowAutogradIf skip(!needsAutograd(x));
-  return c.result(x.view(c.integers(1)));
+  return c.result(x.view(c.integerTail(1)));
 }
 FLODL_OP(flatten) {
   const at::Tensor& x = c.tensor(0);
@@ -41,13 +42,13 @@ FLODL_OP(transpose) {
 FLODL_OP(permute) {
   const at::Tensor& x = c.tensor(0);
   BelowAutogradIf skip(!needsAutograd(x));
-  return c.result(at::permute(x, c.integers(1)));
+  return c.result(at::permute(x, c.integerTail(1)));
 }
 FLODL_OP(movedim) { return c.result(at::movedim(c.tensor(0), c.integers(1), c.integers(2))); }
 FLODL_OP(expand) {
   const at::Tensor& x = c.tensor(0);
   BelowAutogradIf skip(!needsAutograd(x));
-  return c.result(x.expand(c.integers(1)));
+  return c.result(x.expand(c.integerTail(1)));
 }
 FLODL_OP(broadcastTo) { return c.result(at::broadcast_to(c.tensor(0), c.integers(1))); }
 FLODL_OP(narrow) {
@@ -68,7 +69,12 @@ FLODL_OP(select) {
 }
 FLODL_OP(indexSelect) {
   const at::Tensor& x = c.tensor(0);
-  return c.result(at::index_select(x, c.integer(1), c.tensor(2)));
+  const at::Tensor& index = c.tensor(2);
+  if (directCpu(x, index)) {
+    DirectKernelGuard guard;
+    return c.result(at::cpu::index_select(x, c.integer(1), index));
+  }
+  return c.result(at::index_select(x, c.integer(1), index));
 }
 FLODL_OP(gather) {
   const at::Tensor& x = c.tensor(0);

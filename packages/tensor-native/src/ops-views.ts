@@ -125,14 +125,31 @@ function checkShapeVolume(op: string, self: Tensor, shape: number[]): void {
   }
 }
 
-function reshaping(
-  op: 'reshape' | 'view',
-  run: (h: number, shape: Float64Array | readonly number[]) => number,
-) {
+// A size list of up to four entries goes to the addon as plain number arguments: reading a
+// list costs a native round trip per query (is it a typed array, which one, where), numbers
+// one read each.
+type SizesNative = (h: number, ...sizes: number[] | [Float64Array | readonly number[]]) => number;
+
+function withSizes(run: SizesNative, h: number, sizes: readonly number[]): number {
+  switch (sizes.length) {
+    case 1:
+      return run(h, sizes[0]!);
+    case 2:
+      return run(h, sizes[0]!, sizes[1]!);
+    case 3:
+      return run(h, sizes[0]!, sizes[1]!, sizes[2]!);
+    case 4:
+      return run(h, sizes[0]!, sizes[1]!, sizes[2]!, sizes[3]!);
+    default:
+      return run(h, integerList(sizes));
+  }
+}
+
+function reshaping(op: 'reshape' | 'view', run: SizesNative) {
   return function (this: Tensor, ...args: number[] | [number[]]): Tensor {
     const shape = sizesOf(op, args);
     try {
-      return new Tensor(run(this._h, integerList(shape)));
+      return new Tensor(withSizes(run, this._h, shape));
     } catch (error) {
       const diagnosed = diagnose(op, { self: this }, error, 'none');
       if (diagnosed === error) checkShapeVolume(op, this, shape);
@@ -181,7 +198,7 @@ proto.permute = function permute(this: Tensor, ...args: number[] | [number[]]): 
   if (order.length !== ndim || seen.size !== ndim) {
     throw invalidArgument('permute', 'dims', `a permutation of the ${ndim} dims`, order);
   }
-  return call('permute', { self: this }, () => native.permute(this._h, integerList(order)));
+  return call('permute', { self: this }, () => withSizes(native.permute, this._h, order));
 };
 
 proto.movedim = function movedim(
@@ -199,7 +216,7 @@ proto.expand = function expand(this: Tensor, ...args: number[] | [number[]]): Te
   return call(
     'expand',
     { self: this },
-    () => native.expand(this._h, integerList(sizes)),
+    () => withSizes(native.expand, this._h, sizes),
     'none',
     () => {
       const shape = this.shape;

@@ -4,7 +4,18 @@
 // errors as the plain paths.
 import { caught } from '@flodl/testing';
 import { describe, expect, it } from 'vitest';
-import { arange, beginScope, endScope, keep, liveTensorCount, ones, Tensor, tidy } from '../src/index.js';
+import {
+  arange,
+  beginScope,
+  endScope,
+  keep,
+  liveTensorCount,
+  ones,
+  rand,
+  runWithAutocast,
+  Tensor,
+  tidy,
+} from '../src/index.js';
 import { nativeOps } from '../src/internal/native-ops.js';
 
 describe('integer lists', () => {
@@ -38,11 +49,143 @@ describe('integer lists', () => {
     });
   });
 
+  it('the addon reads sizes passed as numbers, and refuses one that is not an integer', () => {
+    const native = nativeOps('reshape', 'view', 'permute', 'expand');
+    tidy(() => {
+      const x = arange(0, 24);
+      expect(new Tensor(native.reshape(x._h, 2, 3, 4)).shape).toEqual([2, 3, 4]);
+      expect(new Tensor(native.view(x._h, -1, 6)).shape).toEqual([4, 6]);
+      expect(new Tensor(native.permute(native.reshape(x._h, 2, 3, 4), 2, 0, 1)).shape).toEqual([4, 2, 3]);
+      expect(new Tensor(native.expand(ones([1, 3])._h, 5, -1)).shape).toEqual([5, 3]);
+      const error = caught(() => native.reshape(x._h, 4, 6.5), 'ERR_INVALID_ARGUMENT');
+      expect(error.message).toMatch(/argument 2: expected an integer/);
+      caught(() => native.reshape(x._h, 4, '6'), 'ERR_INVALID_ARGUMENT');
+    });
+  });
+
   it('bad shapes are still refused in TS terms', () => {
     tidy(() => {
       const x = arange(0, 6);
       expect(caught(() => x.reshape(4, 2), 'ERR_SHAPE').message).toMatch(/same number of elements/);
       caught(() => x.reshape(2, 1.5), 'ERR_INVALID_ARGUMENT');
+    });
+  });
+});
+
+// Whole-tensor sum and mean and indexSelect on plain CPU tensors call libtorch's CPU kernel
+// directly; a tensor that requires grad takes the dispatcher. Both must agree in values,
+// dtypes and errors, and the direct results must be ordinary tensors.
+describe('direct CPU kernels', () => {
+  it('sum and mean of every dtype match the dispatched path and promote as PyTorch does', () => {
+    tidy(() => {
+      const values = rand([5, 7]).mul(10).sub(5);
+      for (const dtype of ['float32', 'float64'] as const) {
+        const x = values.to({ dtype });
+        const tracked = x.clone().requiresGrad_();
+        const layouts = [(t: Tensor) => t, (t: Tensor) => t.t(), (t: Tensor) => t.narrow(1, 2, 3)];
+        for (const layout of layouts) {
+          expect(layout(x).sum().item()).toBe(layout(tracked).sum().item());
+          expect(layout(x).mean().item()).toBe(layout(tracked).mean().item());
+          expect(layout(x).sum().dtype).toBe(dtype);
+          for (const [dim, keepdim] of [
+            [0, false],
+            [1, true],
+            [[0, 1], false],
+            [-1, true],
+          ] as const) {
+            const direct = layout(x).sum(dim as number | number[], keepdim);
+            expect(direct.shape).toEqual(layout(tracked).sum(dim as number | number[], keepdim).shape);
+            expect(direct.toArray()).toEqual(
+              layout(tracked)
+                .sum(dim as number | number[], keepdim)
+                .detach()
+                .toArray(),
+            );
+            expect(
+              layout(x)
+                .mean(dim as number | number[], keepdim)
+                .toArray(),
+            ).toEqual(
+              layout(tracked)
+                .mean(dim as number | number[], keepdim)
+                .detach()
+                .toArray(),
+            );
+          }
+        }
+        expect(x.sum(undefined, false, { dtype: 'float64' }).dtype).toBe('float64');
+        expect(x.sum(undefined, false, { dtype: 'float64' }).item()).toBe(
+          tracked.sum(undefined, false, { dtype: 'float64' }).item(),
+        );
+        expect(x.mean(undefined, false, { dtype: 'float64' }).item()).toBe(
+          tracked.mean(undefined, false, { dtype: 'float64' }).item(),
+        );
+      }
+      const ints = Tensor.from(
+        [
+          [1, 2, 3],
+          [4, 5, 6],
+        ],
+        undefined,
+        { dtype: 'int32' },
+      );
+      expect(ints.sum().dtype).toBe('int64');
+      expect(ints.sum().item()).toBe(21);
+      const flags = Tensor.from([true, false, true, true]);
+      expect(flags.sum().dtype).toBe('int64');
+      expect(flags.sum().item()).toBe(3);
+      expect(Tensor.from([200, 100], undefined, { dtype: 'uint8' }).sum().item()).toBe(300);
+      expect(ones([0]).sum().item()).toBe(0);
+      expect(Number.isNaN(ones([0]).mean().item() as number)).toBe(true);
+      expect(caught(() => ints.mean(), 'ERR_DTYPE').message).toMatch(/mean/);
+      expect(ints.sum(1).toArray()).toEqual([6, 15]);
+      caught(() => ints.mean(0), 'ERR_DTYPE');
+    });
+  });
+
+  it('a direct result is a fresh tensor: no view of its input, differentiable later', () => {
+    tidy(() => {
+      const x = rand([4, 4]);
+      const total = x.sum();
+      expect(total.shape).toEqual([]);
+      expect(total.requiresGrad).toBe(false);
+      total.requiresGrad_();
+      total.mul(3).backward();
+      expect(total.grad?.item()).toBe(3);
+      x.mul_(2);
+      expect(total.item()).not.toBe(x.sum().item());
+      const picked = x.indexSelect(0, Tensor.from([3, 0], undefined, { dtype: 'int64' }));
+      picked.fill_(7);
+      expect(x.select(0, 3).sum().item()).not.toBe(28);
+    });
+  });
+
+  it('indexSelect matches the dispatched path on every layout and refuses a bad index alike', () => {
+    tidy(() => {
+      const x = rand([6, 5]);
+      const index = Tensor.from([4, 0, 2, 2], undefined, { dtype: 'int64' });
+      const tracked = x.clone().requiresGrad_();
+      for (const dim of [0, 1, -1]) {
+        expect(x.indexSelect(dim, index).toArray()).toEqual(
+          tracked.indexSelect(dim, index).detach().toArray(),
+        );
+        expect(x.t().indexSelect(dim, index).toArray()).toEqual(
+          tracked.t().indexSelect(dim, index).detach().toArray(),
+        );
+      }
+      const outside = Tensor.from([0, 9], undefined, { dtype: 'int64' });
+      const direct = caught(() => x.indexSelect(0, outside));
+      const dispatched = caught(() => tracked.indexSelect(0, outside));
+      expect(direct.code).toBe(dispatched.code);
+    });
+  });
+
+  it('under CPU autocast the dispatcher still decides', () => {
+    tidy(() => {
+      const x = rand([3, 3]);
+      const plain = x.sum().item();
+      const cast = runWithAutocast('cpu', 'bfloat16', true, () => x.sum());
+      expect(cast.item()).toBe(plain);
     });
   });
 });

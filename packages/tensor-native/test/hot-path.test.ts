@@ -3,16 +3,19 @@
 // before the garbage-collection safety net watches them. Each must give the same results and
 // errors as the plain paths.
 import { caught } from '@flodl/testing';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   arange,
   beginScope,
+  type Device,
   endScope,
+  getDefaultDevice,
   keep,
   liveTensorCount,
   ones,
   rand,
   runWithAutocast,
+  setDefaultDevice,
   Tensor,
   tidy,
 } from '../src/index.js';
@@ -75,7 +78,15 @@ describe('integer lists', () => {
 // Whole-tensor sum and mean and indexSelect on plain CPU tensors call libtorch's CPU kernel
 // directly; a tensor that requires grad takes the dispatcher. Both must agree in values,
 // dtypes and errors, and the direct results must be ordinary tensors.
+// The CUDA tier runs this file with CUDA as the default device: these cases are the CPU's.
 describe('direct CPU kernels', () => {
+  let device: Device;
+  beforeAll(() => {
+    device = getDefaultDevice();
+    setDefaultDevice('cpu');
+  });
+  afterAll(() => setDefaultDevice(device));
+
   it('sum and mean of every dtype match the dispatched path and promote as PyTorch does', () => {
     tidy(() => {
       const values = rand([5, 7]).mul(10).sub(5);

@@ -20,8 +20,11 @@ inline bool cpuAutocastOn() {
 #endif
 }
 
+// A dense CPU tensor with nothing for another dispatch key to do: no grad, no lazy conjugate
+// or negation, not one of autograd's storage-less zero tensors.
 inline bool plainCpu(const at::Tensor& t) {
-  return t.is_cpu() && !t.requires_grad() && t.layout() == at::kStrided && !t.is_conj() && !t.is_neg();
+  return t.is_cpu() && !t.requires_grad() && t.layout() == at::kStrided && !t.is_conj() && !t.is_neg() &&
+         !t._is_zerotensor();
 }
 
 // True when every tensor can take the direct CPU kernel.

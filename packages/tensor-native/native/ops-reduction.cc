@@ -8,48 +8,34 @@
 namespace flodl {
 namespace {
 
-// sum(t, dims?, keepdim, dtype?)
+// sum(t, dims?, keepdim, dtype?), and mean alike.
 // Reductions keep the full dispatch where a kernel is not called directly: measured, skipping
 // only the autograd layer makes them slower (their composite kernels re-dispatch inside).
 // A plain CPU tensor's sum and mean call the structured CPU kernel directly, the kernel the
 // dispatcher reaches for them (its hops, two for the whole-tensor overload, are most of a small
 // reduction's cost); `dim` absent (nullopt) is the whole tensor.
-FLODL_OP(sum) {
-  const at::Tensor& x = c.tensor(0);
-  const auto dtype = c.optionalDtype(3);
-  if (c.isAbsent(1)) {
-    if (directCpu(x)) {
-      DirectKernelGuard guard;
-      return c.result(at::cpu::sum(x, c10::nullopt, false, dtype));
-    }
-    return c.result(at::sum(x, dtype));
+#define SUM_LIKE(NAME)                                                         \
+  FLODL_OP(NAME) {                                                             \
+    const at::Tensor& x = c.tensor(0);                                         \
+    const auto dtype = c.optionalDtype(3);                                     \
+    if (c.isAbsent(1)) {                                                       \
+      if (directCpu(x)) {                                                      \
+        DirectKernelGuard guard;                                               \
+        return c.result(at::cpu::NAME(x, c10::nullopt, false, dtype));         \
+      }                                                                        \
+      return c.result(at::NAME(x, dtype));                                     \
+    }                                                                          \
+    const std::vector<int64_t> dims = c.integers(1);                           \
+    const bool keepdim = c.flag(2);                                            \
+    if (directCpu(x)) {                                                        \
+      DirectKernelGuard guard;                                                 \
+      return c.result(at::cpu::NAME(x, dims, keepdim, dtype));                 \
+    }                                                                          \
+    return c.result(at::NAME(x, dims, keepdim, dtype));                        \
   }
-  const std::vector<int64_t> dims = c.integers(1);
-  const bool keepdim = c.flag(2);
-  if (directCpu(x)) {
-    DirectKernelGuard guard;
-    return c.result(at::cpu::sum(x, dims, keepdim, dtype));
-  }
-  return c.result(at::sum(x, dims, keepdim, dtype));
-}
-FLODL_OP(mean) {
-  const at::Tensor& x = c.tensor(0);
-  const auto dtype = c.optionalDtype(3);
-  if (c.isAbsent(1)) {
-    if (directCpu(x)) {
-      DirectKernelGuard guard;
-      return c.result(at::cpu::mean(x, c10::nullopt, false, dtype));
-    }
-    return c.result(at::mean(x, dtype));
-  }
-  const std::vector<int64_t> dims = c.integers(1);
-  const bool keepdim = c.flag(2);
-  if (directCpu(x)) {
-    DirectKernelGuard guard;
-    return c.result(at::cpu::mean(x, dims, keepdim, dtype));
-  }
-  return c.result(at::mean(x, dims, keepdim, dtype));
-}
+SUM_LIKE(sum)
+SUM_LIKE(mean)
+#undef SUM_LIKE
 // prod(t, dim?, keepdim, dtype?)
 FLODL_OP(prod) {
   const at::Tensor& x = c.tensor(0);

@@ -33,7 +33,10 @@ describe('CpuAsync driven by the coordinator host (3 processes, unequal speeds)'
     // 8 against 14 ms per step is close enough that the first epoch's even split can leave the two
     // at the same count (26 and 26, seen once on a loaded 16-core machine).
     expect(middle).toBeGreaterThanOrEqual(slow);
-    expect(fast / slow).toBeGreaterThan(2);
+    // Paced together the two would train alike (1.0); the step delays alone would give 4.7, and
+    // the compute each step adds to all three brings it lower (1.81 once in the CUDA tier, its
+    // suites running in parallel).
+    expect(fast / slow).toBeGreaterThan(1.5);
     // Every epoch's samples were trained exactly once across the ranks.
     for (let epoch = 0; epoch < 3; epoch++) {
       const samples = records

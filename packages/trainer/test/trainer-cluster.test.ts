@@ -3,7 +3,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -251,13 +251,34 @@ describe.concurrent('Trainer clusters: speeds, failures, bad use', () => {
 
 const flodlBin = join(here, '..', '..', 'distributed', 'bin', 'flodl.mjs');
 
-function freePort(): Promise<number> {
+/** Listens on `port` (0: any) on loopback; the server, or null when the port is taken. */
+function tryListen(port: number): Promise<Server | null> {
   return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
+    const server = createServer();
+    server.once('error', () => resolve(null));
+    server.listen(port, '127.0.0.1', () => resolve(server));
   });
+}
+
+/**
+ * A port whose next port is free too: the coordinator listens on MASTER_PORT and the process
+ * group of the collective modes rendezvouses on MASTER_PORT + 1 (a port taken by a test
+ * running beside this one made every rank give up after 30 s).
+ */
+async function freePortPair(): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const first = await tryListen(0);
+    if (first === null) continue;
+    const address = first.address();
+    const port = typeof address === 'object' && address ? address.port : 0;
+    const second = port > 0 && port < 65535 ? await tryListen(port + 1) : null;
+    await new Promise((resolve) => first.close(resolve));
+    if (second !== null) {
+      await new Promise((resolve) => second.close(resolve));
+      return port;
+    }
+  }
+  throw new Error('no two consecutive free ports on 127.0.0.1');
 }
 
 describe('the same Trainer script under other launchers', () => {
@@ -289,15 +310,17 @@ describe('the same Trainer script under other launchers', () => {
     async () => {
       const dir = mkdtempSync(join(tmpdir(), 'flodl-trainer-torchrun-'));
       try {
-        const port = await freePort();
+        const port = await freePortPair();
         const out = join(dir, 'result.json');
         const config = { mode: 'NcclSync', totalSamples: 240, batchSize: 8, numEpochs: 2, out };
+        // Each rank's stderr is kept for the failure message (a green run prints nothing).
+        const stderr: string[] = ['', '', ''];
         const codes = await Promise.all(
           [0, 1, 2].map(
             (rank) =>
               new Promise<number | null>((resolve) => {
                 const child = spawn(process.execPath, ['--import', 'tsx', script, JSON.stringify(config)], {
-                  stdio: 'ignore',
+                  stdio: ['ignore', 'ignore', 'pipe'],
                   env: {
                     ...process.env,
                     RANK: String(rank),
@@ -307,15 +330,20 @@ describe('the same Trainer script under other launchers', () => {
                     MASTER_PORT: String(port),
                   },
                 });
+                child.stderr?.on('data', (chunk: Buffer) => {
+                  stderr[rank] = (stderr[rank] + chunk.toString()).slice(-4000);
+                });
                 const timer = setTimeout(() => child.kill('SIGKILL'), 90_000);
-                child.on('exit', (code) => {
+                child.on('close', (code) => {
                   clearTimeout(timer);
                   resolve(code);
                 });
               }),
           ),
         );
-        expect(codes).toEqual([0, 0, 0]);
+        expect(codes, stderr.map((text, rank) => `rank ${rank} stderr:\n${text}`).join('\n')).toEqual([
+          0, 0, 0,
+        ]);
         const results = [0, 1, 2].map(
           (rank) => JSON.parse(readFileSync(`${out}.${rank}`, 'utf8')) as ScriptResult,
         );

@@ -262,8 +262,9 @@ function tryListen(port: number): Promise<Server | null> {
 
 /**
  * A port whose next port is free too: the coordinator listens on MASTER_PORT and the process
- * group of the collective modes rendezvouses on MASTER_PORT + 1 (a port taken by a test
- * running beside this one made every rank give up after 30 s).
+ * group of the collective modes rendezvouses on MASTER_PORT + 1, which a test running beside
+ * this one may hold. (Once in CI all three ranks exited 1 after 33 s, their output not kept;
+ * a failing run now shows each rank's stderr.)
  */
 async function freePortPair(): Promise<number> {
   for (let attempt = 0; attempt < 50; attempt++) {

@@ -8,12 +8,11 @@
 namespace flodl {
 namespace {
 
-// sum(t, dims?, keepdim, dtype?), and mean alike.
-// Reductions keep the full dispatch where a kernel is not called directly: measured, skipping
-// only the autograd layer makes them slower (their composite kernels re-dispatch inside).
-// A plain CPU tensor's sum and mean call the structured CPU kernel directly, the kernel the
-// dispatcher reaches for them (its hops, two for the whole-tensor overload, are most of a small
-// reduction's cost); `dim` absent (nullopt) is the whole tensor.
+// sum(t, dims?, keepdim, dtype?), and mean alike. A plain CPU tensor goes straight to the
+// structured CPU kernel the dispatcher would reach (its hops, two for the whole-tensor overload,
+// are most of a small reduction's cost), under DirectKernelGuard; any other tensor keeps the
+// full dispatch (skipping only the autograd layer measured slower: the composite kernels
+// re-dispatch inside). `dim` absent (nullopt) is the whole tensor.
 #define SUM_LIKE(NAME)                                                         \
   FLODL_OP(NAME) {                                                             \
     const at::Tensor& x = c.tensor(0);                                         \

@@ -74,6 +74,8 @@ async function hostMode(host: NonNullable<RankConfig['host']>): Promise<void> {
       const received = nowMs();
       applyConsensus(model, consensus.tensors);
       const applied = nowMs();
+      // As the session does: the consensus's buffers receive the next round's.
+      data.recycle(consensus.tensors);
       const timing: RankHostTiming = {
         snapshot: snapped - start,
         send: sent - snapped,

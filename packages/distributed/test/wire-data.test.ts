@@ -209,6 +209,36 @@ describe('data channel', () => {
     expect(third.tensors.every((tensor) => tensor.bytes.every((value) => value === 3))).toBe(true);
   });
 
+  it('reads the consensus on the rank straight into its tensors, and reuses them once recycled', async () => {
+    const { rankChannel, coordinatorChannel } = await pair({}, 256 * 1024);
+    const socket = (rankChannel as unknown as { connection: { socket: import('node:net').Socket } })
+      .connection.socket;
+    // The rank dialed with `onread`: no 'data' events, every read goes where the reader says.
+    expect(socket.listenerCount('data')).toBe(0);
+    const values = (round: number) => Float32Array.from({ length: 700_001 }, (_, k) => k * 0.25 - round);
+    const consensus = (round: number): OutgoingTensor[] => [
+      { name: 'w', mass: 3, dtype: 'float32', shape: [700_001], bytes: new Uint8Array(values(round).buffer) },
+      {
+        name: 'b',
+        mass: 3,
+        dtype: 'float32',
+        shape: [5],
+        bytes: new Uint8Array(new Float32Array(5).fill(round).buffer),
+      },
+    ];
+    await coordinatorChannel.send(1, consensus(1));
+    const first = await rankChannel.receiveContribution({ timeoutMs: 5000 });
+    expect(new Float32Array(first.tensors[0]!.bytes.buffer)).toEqual(values(1));
+    expect(new Float32Array(first.tensors[1]!.bytes.buffer)).toEqual(new Float32Array(5).fill(1));
+    rankChannel.recycle(first.tensors);
+    await coordinatorChannel.send(2, consensus(2));
+    const second = await rankChannel.receiveContribution({ timeoutMs: 5000 });
+    expect(second.tensors.map((tensor) => tensor.bytes.buffer)).toEqual(
+      first.tensors.map((tensor) => tensor.bytes.buffer),
+    );
+    expect(new Float32Array(second.tensors[0]!.bytes.buffer)).toEqual(values(2));
+  });
+
   it('pauses the socket when unread tensors pile up, and resumes as they are read', async () => {
     const { rankChannel, coordinatorChannel } = await pair(
       { dataChannel: { maxQueuedBytes: 64 * 1024 } },

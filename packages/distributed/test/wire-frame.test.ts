@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   createRunSecret,
   decodeMessage,
@@ -154,6 +154,56 @@ describe('FrameReader reassembly', () => {
     for (let offset = 0; offset < frame.length; offset += 77)
       reader.push(frame.subarray(offset, offset + 77), () => {});
     expect(target.subarray(100)).toEqual(new Uint8Array(data));
+  });
+
+  it('names where the rest of a consumer payload goes, and takes bytes read there without copying them', () => {
+    const target = new Uint8Array(1100);
+    const data = randomBytes(1000);
+    const reader = new FrameReader({ key: secret });
+    reader.payloadTarget = (header) => target.subarray(100, 100 + header.payloadLength);
+    const frame = encodeFrame(secret, { kind: MessageKind.TensorChunk, sequence: 0 }, data);
+    expect(reader.pendingTarget).toBeUndefined(); // between frames
+    reader.push(frame.subarray(0, FRAME_HEADER_BYTES + 300), () => {});
+    const rest = reader.pendingTarget!;
+    expect([rest.buffer, rest.byteOffset, rest.length]).toEqual([target.buffer, 400, 700]);
+    // As a socket dialed with `SocketReads` does: the read lands in place, then is pushed.
+    const copies = vi.spyOn(Uint8Array.prototype, 'set');
+    let frames = 0;
+    for (const [start, end] of [
+      [300, 650],
+      [650, 1000],
+    ] as const) {
+      const read = reader.pendingTarget!.subarray(0, end - start);
+      read.set(data.subarray(start, end));
+      copies.mockClear();
+      reader.push(read, () => (frames += 1));
+      expect(
+        copies.mock.contexts.filter((context) => (context as Uint8Array).buffer === target.buffer),
+      ).toEqual([]);
+    }
+    copies.mockRestore();
+    expect(frames).toBe(1);
+    expect(target.subarray(100)).toEqual(new Uint8Array(data));
+    expect(reader.pendingTarget).toBeUndefined();
+  });
+
+  it('names no pending target for payloads of its own, or once it failed', () => {
+    const reader = new FrameReader({ key: secret });
+    const frame = encodeFrame(secret, { kind: MessageKind.TensorChunk, sequence: 0 }, randomBytes(100));
+    reader.push(frame.subarray(0, FRAME_HEADER_BYTES + 10), () => {});
+    expect(reader.pendingTarget).toBeUndefined();
+    const target = new Uint8Array(100);
+    const failing = new FrameReader({ key: secret });
+    failing.payloadTarget = () => target;
+    const forged = encodeFrame(
+      createRunSecret(),
+      { kind: MessageKind.TensorChunk, sequence: 0 },
+      randomBytes(100),
+    );
+    failing.push(forged.subarray(0, FRAME_HEADER_BYTES + 10), () => {});
+    expect(failing.pendingTarget?.length).toBe(90);
+    expect(() => failing.push(forged.subarray(FRAME_HEADER_BYTES + 10), () => {})).toThrow(WireError);
+    expect(failing.pendingTarget).toBeUndefined();
   });
 });
 

@@ -93,7 +93,10 @@ export interface AveragedEvent {
   mass: number;
   /** Σ mass of the parameters' accepted contributions (the one divisor). */
   totalMass: number;
-  /** Host modes: the consensus as received. */
+  /**
+   * Host modes: the consensus as received. Its bytes are valid during the callback only (they
+   * receive the next round's consensus): copy what you keep.
+   */
   consensus?: readonly HostTensor[];
   /** True when the consensus was EASGD-blended rather than adopted. */
   blended: boolean;
@@ -521,6 +524,8 @@ export class DistributedSession {
       consensus,
       blended: alpha !== undefined,
     });
+    // Applied and seen: its buffers receive the next round's consensus (no fresh memory per round).
+    data.recycle(received.tensors);
   }
 
   #dataChannel(): DataChannel {

@@ -13,6 +13,7 @@ import {
   type RankMessage,
   type Welcome,
 } from './messages.js';
+import { SocketReads } from './socket-reads.js';
 import { DEFAULT_WRITE_TIMEOUT_MS } from './writer.js';
 
 /** Kinds a rank accepts on its control channel after the handshake. */
@@ -319,8 +320,10 @@ async function openConnection<T>(
   acceptedFrom: string,
   attach: (connection: WireConnection, welcome: Welcome) => T,
 ): Promise<T> {
-  const socket = await dial(options);
+  const reads = new SocketReads();
+  const socket = await dial(options, reads);
   const connection = new WireConnection(socket, {
+    reads,
     key: options.secret,
     acceptedKinds: HELLO_KINDS,
     acceptedFrom: 'before the handshake',
@@ -356,7 +359,7 @@ const RETRYABLE = new Set([
   'ERR_TIMEOUT',
 ]);
 
-async function dial(options: Resolved): Promise<Socket> {
+async function dial(options: Resolved, reads: SocketReads): Promise<Socket> {
   const deadline = Date.now() + options.connectTimeoutMs;
   const target = `${options.host}:${options.port}`;
   let delay = options.retryDelayMs;
@@ -371,7 +374,7 @@ async function dial(options: Resolved): Promise<Socket> {
       );
     }
     try {
-      return await dialOnce(options.host, options.port, remaining);
+      return await dialOnce(options.host, options.port, remaining, reads);
     } catch (error) {
       lastError = error as Error;
       const code = (error as NodeJS.ErrnoException).code;
@@ -391,9 +394,9 @@ async function dial(options: Resolved): Promise<Socket> {
   }
 }
 
-function dialOnce(host: string, port: number, timeoutMs: number): Promise<Socket> {
+function dialOnce(host: string, port: number, timeoutMs: number, reads: SocketReads): Promise<Socket> {
   return new Promise<Socket>((resolve, reject) => {
-    const socket = connectSocket({ host, port, noDelay: true });
+    const socket = connectSocket({ host, port, noDelay: true, onread: reads.onread });
     const timer = setTimeout(() => {
       socket.destroy();
       reject(timeoutError(`dialing ${host}:${port}`, timeoutMs, 'no answer to the connection attempt'));

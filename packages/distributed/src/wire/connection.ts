@@ -6,6 +6,7 @@ import { closedError, WireError } from './errors.js';
 import { type Frame, toKeyObject, type WireKey } from './frame.js';
 import type { WireMessage } from './messages.js';
 import { FrameReader } from './reader.js';
+import type { SocketReads } from './socket-reads.js';
 import { DEFAULT_WRITE_TIMEOUT_MS, FrameWriter } from './writer.js';
 
 /** Options of `WireConnection`. */
@@ -20,6 +21,11 @@ export interface WireConnectionOptions {
   maxPayloadBytes?: number;
   /** Bound on each write stall. Default 30 000 ms. */
   writeTimeoutMs?: number;
+  /**
+   * The socket's reads when it was dialed with `onread: reads.onread`: bulk payloads are then
+   * read straight into their destination. Without it the connection reads `'data'` events.
+   */
+  reads?: SocketReads;
 }
 
 /**
@@ -68,7 +74,14 @@ export class WireConnection {
     socket.setNoDelay(true);
     // Catches a peer whose host vanished without a FIN on channels that carry no heartbeats.
     socket.setKeepAlive(true, KEEPALIVE_MS);
-    socket.on('data', (chunk: Buffer) => this.receive(chunk));
+    if (options.reads) {
+      options.reads.attach({
+        target: () => this.reader.pendingTarget,
+        deliver: (chunk) => this.receive(chunk),
+      });
+    } else {
+      socket.on('data', (chunk: Buffer) => this.receive(chunk));
+    }
     socket.on('end', () => this.receiveEnd());
     socket.on('error', (error) =>
       this.finish(
@@ -179,7 +192,7 @@ export class WireConnection {
     });
   }
 
-  private receive(chunk: Buffer): void {
+  private receive(chunk: Uint8Array): void {
     if (this.closedWith) return;
     this.lastHeardAt = Date.now();
     try {

@@ -88,6 +88,8 @@ export class FrameReader {
   /** Times the expected 32-bit sequence wrapped (part of a bulk frame's nonce). */
   private wraps = 0;
   private payload: Uint8Array | undefined;
+  /** True while `payload` is the consumer's buffer (`payloadTarget`), not the reader's own. */
+  private payloadIsTarget = false;
   private payloadFilled = 0;
   private failure: FlodlError | undefined;
   private frames = 0;
@@ -117,6 +119,19 @@ export class FrameReader {
   /** True between frames (nothing of a partial frame is buffered). */
   get atFrameBoundary(): boolean {
     return this.headerFilled === 0;
+  }
+
+  /**
+   * Where the next bytes of the stream belong when a consumer's buffer is waiting for them:
+   * the unfilled rest of the payload in progress when `payloadTarget` gave it one, else
+   * `undefined`. A socket can read straight into it (see `SocketReads`); `push` then finds the
+   * bytes already in place and does not copy them. At most the rest of this payload, so a read
+   * into it never takes bytes of the next frame.
+   */
+  get pendingTarget(): Uint8Array | undefined {
+    const current = this.current;
+    if (current === undefined || this.failure !== undefined || !this.payloadIsTarget) return undefined;
+    return this.payload!.subarray(this.payloadFilled, current.payloadLength);
   }
 
   /** Verifies later frames with `key` (the next frame on, even within the current chunk). */
@@ -185,7 +200,8 @@ export class FrameReader {
           this.payload = slice;
         } else {
           this.payload ??= new Uint8Array(current.payloadLength);
-          this.payload.set(slice, this.payloadFilled);
+          // A socket that read into `pendingTarget` left the bytes where they belong.
+          if (!isAt(slice, this.payload, this.payloadFilled)) this.payload.set(slice, this.payloadFilled);
         }
         this.payloadFilled += take;
         if (this.payloadFilled === current.payloadLength) this.finishFrame(onFrame);
@@ -299,6 +315,7 @@ export class FrameReader {
       );
     }
     this.payload = target;
+    this.payloadIsTarget = target !== undefined;
   }
 
   private finishFrame(onFrame: (frame: Frame) => void): void {
@@ -326,11 +343,17 @@ export class FrameReader {
     this.current = undefined;
     this.hmac = undefined;
     this.payload = undefined;
+    this.payloadIsTarget = false;
     this.headerFilled = 0;
     this.payloadFilled = 0;
     this.frames += 1;
     onFrame({ version: header.version, kind: header.kind, sequence: header.sequence, payload });
   }
+}
+
+/** True when `slice` is the very memory of `buffer` from byte `offset` on. */
+function isAt(slice: Uint8Array, buffer: Uint8Array, offset: number): boolean {
+  return slice.buffer === buffer.buffer && slice.byteOffset === buffer.byteOffset + offset;
 }
 
 /** `0x47455420 ("GET ")`: the magic bytes seen, with their text when printable. */

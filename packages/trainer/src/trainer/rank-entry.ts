@@ -77,7 +77,10 @@ export interface ClusterRankObserver {
   step?(step: RuntimeStep): void;
   /** An averaging round is about to take this rank's state (`mass`: its weight in the round). */
   beforeAverage?(round: { version: number; steps: number; mass: number }): void;
-  /** An averaging round's result was applied to this rank's model (`consensus`: host modes). */
+  /**
+   * An averaging round's result was applied to this rank's model (`consensus`: host modes, its
+   * bytes valid during the call only: copy what you keep).
+   */
   averaged?(event: AveragedEvent): void;
   /** A coordinator message arrived (before the runtime follows it). */
   control?(message: CoordinatorMessage): void;

@@ -8,6 +8,7 @@ import {
   type ControlServerOptions,
   createRunSecret,
   type DataChannel,
+  type DataChannelOptions,
   encodeMessage,
   MessageKind,
   type OutgoingTensor,
@@ -23,7 +24,11 @@ afterEach(async () => {
 });
 
 /** A coordinator and one rank with both channels open. */
-async function pair(serverOptions: Partial<ControlServerOptions> = {}, chunkBytes = 1000) {
+async function pair(
+  serverOptions: Partial<ControlServerOptions> = {},
+  chunkBytes = 1000,
+  rankOptions: DataChannelOptions = {},
+) {
   const server = await ControlServer.listen({
     secret,
     worldSize: 2,
@@ -42,7 +47,7 @@ async function pair(serverOptions: Partial<ControlServerOptions> = {}, chunkByte
   });
   cleanups.push(() => client.close({ timeoutMs: 1000 }));
   const arrived = once(server, 'dataChannel');
-  const rankChannel = await client.openDataChannel({ chunkBytes });
+  const rankChannel = await client.openDataChannel({ chunkBytes, ...rankOptions });
   const [rank, coordinatorChannel] = (await arrived) as [number, DataChannel];
   cleanups.push(() => rankChannel.close());
   return { server, client, rank, rankChannel, coordinatorChannel, errors };
@@ -239,32 +244,37 @@ describe('data channel', () => {
     expect(new Float32Array(second.tensors[0]!.bytes.buffer)).toEqual(values(2));
   });
 
-  it('pauses the socket when unread tensors pile up, and resumes as they are read', async () => {
-    const { rankChannel, coordinatorChannel } = await pair(
-      { dataChannel: { maxQueuedBytes: 64 * 1024 } },
-      16 * 1024,
-    );
-    const block = new Uint8Array(128 * 1024);
-    const tensors: OutgoingTensor[] = Array.from({ length: 24 }, (_, index) => ({
-      name: `block${index}`,
-      mass: index,
-      dtype: 'uint8',
-      shape: [block.length],
-      bytes: block.fill(index).slice(),
-    }));
-    const sending = rankChannel.send(3, tensors);
-    const socket = (coordinatorChannel as unknown as { connection: { socket: import('node:net').Socket } })
-      .connection.socket;
-    await eventually(() => socket.isPaused(), 5000, 'the coordinator side to pause');
-    for (let index = 0; index < tensors.length; index += 1) {
-      const tensor = await coordinatorChannel.receiveTensor({ timeoutMs: 5000 });
-      expect(tensor.index).toBe(index);
-      expect(tensor.bytes[0]).toBe(index);
-      expect(tensor.bytes[block.length - 1]).toBe(index);
-    }
-    await sending;
-    expect(socket.isPaused()).toBe(false);
-  });
+  // The coordinator's accepted socket reads 'data' events; the rank's dialed one reads through onread.
+  it.each(['coordinator', 'rank'] as const)(
+    'pauses the %s side when unread tensors pile up, and resumes as they are read',
+    async (side) => {
+      const { rankChannel, coordinatorChannel } = await pair(
+        { dataChannel: { maxQueuedBytes: 64 * 1024 } },
+        16 * 1024,
+        { maxQueuedBytes: 64 * 1024 },
+      );
+      const [sender, receiver] =
+        side === 'coordinator' ? [rankChannel, coordinatorChannel] : [coordinatorChannel, rankChannel];
+      const tensors: OutgoingTensor[] = Array.from({ length: 24 }, (_, index) => ({
+        name: `block${index}`,
+        mass: index,
+        dtype: 'uint8',
+        shape: [128 * 1024],
+        bytes: new Uint8Array(128 * 1024).fill(index),
+      }));
+      const sending = sender.send(3, tensors);
+      const socket = (receiver as unknown as { connection: { socket: import('node:net').Socket } }).connection
+        .socket;
+      await eventually(() => socket.isPaused(), 5000, `the ${side} side to pause`);
+      for (let index = 0; index < tensors.length; index += 1) {
+        const tensor = await receiver.receiveTensor({ timeoutMs: 5000 });
+        expect(tensor.index).toBe(index);
+        expect(tensor.bytes.every((value) => value === index)).toBe(true);
+      }
+      await sending;
+      expect(socket.isPaused()).toBe(false);
+    },
+  );
 
   it('validates a contribution before sending any of it', async () => {
     const { rankChannel, coordinatorChannel } = await pair();

@@ -145,23 +145,25 @@ describe('FrameReader reassembly', () => {
     expect(reader.framesRead).toBe(1);
   });
 
-  it('writes a payload straight into a consumer buffer when asked', () => {
+  /** A reader whose TensorChunk payloads go to `target` from byte 100, and one such frame of `data`. */
+  function targetReader() {
     const target = new Uint8Array(1100);
     const data = randomBytes(1000);
     const reader = new FrameReader({ key: secret });
     reader.payloadTarget = (header) => target.subarray(100, 100 + header.payloadLength);
     const frame = encodeFrame(secret, { kind: MessageKind.TensorChunk, sequence: 0 }, data);
+    return { target, data, reader, frame };
+  }
+
+  it('writes a payload straight into a consumer buffer when asked', () => {
+    const { target, data, reader, frame } = targetReader();
     for (let offset = 0; offset < frame.length; offset += 77)
       reader.push(frame.subarray(offset, offset + 77), () => {});
     expect(target.subarray(100)).toEqual(new Uint8Array(data));
   });
 
   it('names where the rest of a consumer payload goes, and takes bytes read there without copying them', () => {
-    const target = new Uint8Array(1100);
-    const data = randomBytes(1000);
-    const reader = new FrameReader({ key: secret });
-    reader.payloadTarget = (header) => target.subarray(100, 100 + header.payloadLength);
-    const frame = encodeFrame(secret, { kind: MessageKind.TensorChunk, sequence: 0 }, data);
+    const { target, data, reader, frame } = targetReader();
     expect(reader.pendingTarget).toBeUndefined(); // between frames
     reader.push(frame.subarray(0, FRAME_HEADER_BYTES + 300), () => {});
     const rest = reader.pendingTarget!;

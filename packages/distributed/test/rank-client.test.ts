@@ -161,6 +161,32 @@ describe('RankClient', () => {
     expect(Date.now() - started).toBeLessThan(2000);
   });
 
+  it('arrival wakes when a message lands while the event loop turns, and is false on its timeout', async () => {
+    const { server, rank } = await setup();
+    const started = Date.now();
+    expect(await rank.arrival(100)).toBe(false);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(90);
+    // The wait does not block this thread: a timer here sends the very message it waits for.
+    let sentByTimer = false;
+    setTimeout(() => {
+      sentByTimer = true;
+      void server.send(1, { type: 'SetGlobalStep', globalStep: 7 });
+    }, 50);
+    expect(await rank.arrival(10_000)).toBe(true);
+    expect(sentByTimer).toBe(true);
+    expect(rank.poll()).toEqual([{ type: 'SetGlobalStep', globalStep: 7 }]);
+    // A message already in: true at once, and it stays for poll.
+    await server.send(1, { type: 'Shutdown' });
+    await until(() => rank.pending === 1);
+    expect(await rank.arrival(0)).toBe(true);
+    expect(rank.poll()).toEqual([{ type: 'Shutdown' }]);
+    expect(await rank.arrival(0)).toBe(false);
+    // A lost connection ends the wait; poll then throws it.
+    server.disconnect(1, 'test');
+    expect(await rank.arrival(10_000)).toBe(true);
+    expect(codeOf(() => rank.poll())).toBe('ERR_RANK_FAILED');
+  });
+
   it('holds at most maxPending messages for the main thread, losing none', async () => {
     const { server, rank } = await setup({ maxPending: 4 });
     const sent: CoordinatorMessage[] = [];

@@ -102,6 +102,24 @@ describe('RankClient liveness', () => {
     BLOCK_MS + 25_000,
   );
 
+  it.concurrent('a rank waiting on arrival with nothing else pending stays alive through the waits', async () => {
+    // A pending Atomics.waitAsync does not keep a process's event loop alive: without a timer
+    // of its own behind each wait, this rank (no socket on its main thread, as in the
+    // collective modes) would exit with 13, an unsettled top-level await.
+    const secret = createRunSecret();
+    const server = await ControlServer.listen({ secret, worldSize: 1 });
+    try {
+      const rank = startRank(server.port, secret, 0, 1, 'arrival');
+      const exit = exitOf(rank);
+      const events: unknown[] = [];
+      rank.on('message', (message) => events.push(message));
+      expect(await exit).toBe(0);
+      expect(events).toEqual([{ kind: 'done', waits: 40, arrived: 0 }]);
+    } finally {
+      await server.close();
+    }
+  });
+
   it.concurrent('a killed rank is detected within the heartbeat timeout', async () => {
     const secret = createRunSecret();
     const server = await ControlServer.listen({

@@ -288,6 +288,37 @@ export class RankClient {
   }
 
   /**
+   * Resolves as soon as a coordinator message is waiting for `poll` (at once when one
+   * already is, or when the connection is lost), or after `timeoutMs`: `true` when one
+   * is, `false` on the timeout. Unlike `waitFor` it does not block: the event loop turns
+   * meanwhile (sockets, timers), so a hold that waits on the coordinator wakes when its
+   * message lands rather than on the next timer tick.
+   */
+  async arrival(timeoutMs: number): Promise<boolean> {
+    const seq = Atomics.load(this.state, SLOT.seq);
+    this.drain();
+    if (this.inbox.length > 0 || this.failure !== undefined || this.closing !== undefined) return true;
+    if (!(timeoutMs > 0)) return false;
+    const waited = Atomics.waitAsync(this.state, SLOT.seq, seq, timeoutMs);
+    let outcome: 'ok' | 'not-equal' | 'timed-out';
+    if (!waited.async) outcome = waited.value;
+    else {
+      // The wait's end is this timer's, not the waitAsync's own timeout: a pending waitAsync
+      // does not keep the event loop alive, and a rank with nothing else pending (no data
+      // socket in the collective modes) must not see its loop run empty mid-wait.
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<'timed-out'>((resolve) => {
+        timer = setTimeout(() => resolve('timed-out'), timeoutMs);
+      });
+      outcome = await Promise.race([waited.value, timedOut]);
+      clearTimeout(timer);
+    }
+    if (outcome === 'timed-out') return false;
+    this.drain();
+    return this.inbox.length > 0 || this.failure !== undefined;
+  }
+
+  /**
    * Queues `message` for the worker to send (in order; returns at once).
    *
    * @throws FlodlError ERR_INVALID_ARGUMENT for an invalid message (nothing is sent)

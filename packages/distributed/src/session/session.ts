@@ -118,6 +118,12 @@ export interface StepReport {
 const OP = 'DistributedSession';
 
 /**
+ * Longest single wait of a hold on the coordinator before it looks at its deadline and
+ * stop flags again, ms; a message ends the wait at once.
+ */
+const HOLD_SLICE_MS = 25;
+
+/**
  * A rank's end of a distributed run: reports each step's timing to the coordinator and, at
  * step points, follows its averaging commands. Collective modes (NcclSync / NcclCadence; Gloo
  * on CPU) average parameters and float buffers with the mass law through a process group on
@@ -287,6 +293,16 @@ export class DistributedSession {
     await this.drain();
   }
 
+  /**
+   * Waits, without blocking the event loop, until a coordinator message is in (or
+   * `timeoutMs` passes); `true` when one is. A hold on the coordinator (a round's consensus,
+   * a lockstep round, the next plan) calls it between its `drain`s, so it wakes when the
+   * message lands rather than on a timer tick.
+   */
+  awaitControl(timeoutMs = HOLD_SLICE_MS): Promise<boolean> {
+    return this.control.arrival(timeoutMs);
+  }
+
   /** Follows every control message that arrived (a step point without a step). */
   async drain(): Promise<void> {
     const messages = [...this.#backlog.splice(0), ...this.control.poll()];
@@ -323,7 +339,7 @@ export class DistributedSession {
             op: `${OP}.finish`,
           });
         }
-        await sleep(2);
+        await this.awaitControl();
       }
     } finally {
       this.data?.close();
@@ -490,7 +506,7 @@ export class DistributedSession {
           op: OP,
         });
       }
-      await sleep(1);
+      await this.awaitControl(Math.max(1, Math.min(HOLD_SLICE_MS, deadline - Date.now())));
     }
   }
 
@@ -544,10 +560,6 @@ function joinGroup(
 ): ProcessGroup {
   const { backend, device } = collectiveBackendFor(model);
   return createProcessGroup({ backend, ...where, ...(backend === 'nccl' ? { device } : {}) });
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** A graceful stop (`ShutdownWithSave(GracefulShutdown)`): served after the round it was sent behind. */

@@ -3,7 +3,6 @@
 
 import type { CoordinatorMessage, DistributedSession, EpochMetrics, EpochPlan } from '@flodl/distributed';
 import type { SaveReason } from '@flodl/distributed/wire';
-import { sleep } from './train-step.js';
 
 /** A callback's outcome, as the coordinator hears it. */
 export interface CallbackOutcome {
@@ -74,7 +73,7 @@ export class ControlDrain {
     // Throttle: hold until the next averaging round (or the end of the run).
     const version = this.#throttledAt;
     while (session.version === version && !stopped()) {
-      await sleep(1);
+      await session.awaitControl();
       await session.drain();
       await this.#handleInbox(session);
     }

@@ -25,7 +25,7 @@ import { checkpointAndBundle, runCheckpoint, runEval } from './runtime-callbacks
 import type { ChunkReport, RankRuntimeOptions } from './runtime-options.js';
 import { loadState, paramNorm as normOf, snapshotState } from './snapshots.js';
 import { applySchedule, holdLockstep, planReport, stepOptimizer } from './step-bookkeeping.js';
-import { messageOf, runTrainStep, sleep } from './train-step.js';
+import { messageOf, runTrainStep } from './train-step.js';
 import type { AnyModule, EpochState, TrainedState, TrainingDataset, TrainStep } from './types.js';
 
 export type {
@@ -527,7 +527,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       if (plan) return plan;
       if (this.shutdownSeen) return undefined;
       await session.drain();
-      await sleep(1);
+      await session.awaitControl();
     }
   }
 

@@ -6,7 +6,6 @@ import type { Metrics } from '@flodl/distributed/wire';
 import { clipGradNorm, type LRScheduler, type Optimizer } from '@flodl/nn';
 import type { Tensor } from '@flodl/tensor-native';
 import { drainScalars } from './scalars.js';
-import { sleep } from './train-step.js';
 import type { EpochState } from './types.js';
 
 /** Longest lockstep wait after a plan's last step, ms (see `holdLockstep`). */
@@ -67,7 +66,7 @@ export async function holdLockstep(
   const last = state.batchDone >= Math.floor(state.picks.length / batchSize);
   const deadline = last ? performance.now() + LAST_STEP_HOLD_MS : Number.POSITIVE_INFINITY;
   while (session.version < target && !follow.stopped() && performance.now() < deadline) {
-    await sleep(1);
+    await session.awaitControl(Math.max(1, Math.min(25, deadline - performance.now())));
     await follow.service();
   }
 }

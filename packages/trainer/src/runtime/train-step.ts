@@ -56,10 +56,6 @@ export function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
 /**
  * One managed step in a tidy scope: `trainStep` (forward + loss), its checks, backward, then
  * `tail` (the optimizer step and the counters); → the loss value. `epoch` and `batch` name

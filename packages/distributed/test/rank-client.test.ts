@@ -181,6 +181,9 @@ describe('RankClient', () => {
     expect(await rank.arrival(0)).toBe(true);
     expect(rank.poll()).toEqual([{ type: 'Shutdown' }]);
     expect(await rank.arrival(0)).toBe(false);
+    for (const bad of [-1, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 31]) {
+      await expect(rank.arrival(bad)).rejects.toMatchObject({ code: 'ERR_INVALID_ARGUMENT' });
+    }
     // A lost connection ends the wait; poll then throws it.
     server.disconnect(1, 'test');
     expect(await rank.arrival(10_000)).toBe(true);

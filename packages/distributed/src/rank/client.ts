@@ -97,6 +97,9 @@ const OP = 'RankClient';
  * control.reportBatch({ batchMs: 41.5, dataMs: 2.1, stepCount: 1, batchLoss: 0.7 });
  * ```
  */
+/** The longest delay a Node timer keeps (longer ones fire at once, with a warning). */
+const MAX_TIMER_MS = 2_147_483_647;
+
 export class RankClient {
   private readonly state: Int32Array;
   private readonly inbox: CoordinatorMessage[] = [];
@@ -292,13 +295,23 @@ export class RankClient {
    * already is, or when the connection is lost), or after `timeoutMs`: `true` when one
    * is, `false` on the timeout. Unlike `waitFor` it does not block: the event loop turns
    * meanwhile (sockets, timers), so a hold that waits on the coordinator wakes when its
-   * message lands rather than on the next timer tick.
+   * message lands rather than on the next timer tick. `0` only looks.
+   *
+   * @throws FlodlError ERR_INVALID_ARGUMENT for a timeout outside [0, 2147483647] ms
    */
   async arrival(timeoutMs: number): Promise<boolean> {
+    if (!(timeoutMs >= 0 && timeoutMs <= MAX_TIMER_MS)) {
+      throw invalidArgument(
+        `${OP}.arrival`,
+        'timeoutMs',
+        `a number of ms in [0, ${MAX_TIMER_MS}]`,
+        timeoutMs,
+      );
+    }
     const seq = Atomics.load(this.state, SLOT.seq);
     this.drain();
     if (this.inbox.length > 0 || this.failure !== undefined || this.closing !== undefined) return true;
-    if (!(timeoutMs > 0)) return false;
+    if (timeoutMs === 0) return false;
     const waited = Atomics.waitAsync(this.state, SLOT.seq, seq, timeoutMs);
     let outcome: 'ok' | 'not-equal' | 'timed-out';
     if (!waited.async) outcome = waited.value;

@@ -294,13 +294,15 @@ export class DistributedSession {
   }
 
   /**
-   * Waits, without blocking the event loop, until a coordinator message is in (or
-   * `timeoutMs` passes); `true` when one is. A hold on the coordinator (a round's consensus,
-   * a lockstep round, the next plan) calls it between its `drain`s, so it wakes when the
-   * message lands rather than on a timer tick.
+   * Waits, without blocking the event loop, until a coordinator message is in, for one
+   * slice of a hold (25 ms) or the `leftMs` its caller has left before a deadline, whichever
+   * is shorter (at least 1 ms); `true` when a message is in. A hold on the coordinator (a
+   * round's consensus, a lockstep round, the next plan) calls it between its `drain`s, so it
+   * wakes when the message lands rather than on a timer tick, and checks its deadline and
+   * stop flags at least once a slice.
    */
-  awaitControl(timeoutMs = HOLD_SLICE_MS): Promise<boolean> {
-    return this.control.arrival(timeoutMs);
+  awaitControl(leftMs = Number.POSITIVE_INFINITY): Promise<boolean> {
+    return this.control.arrival(Math.max(1, Math.min(HOLD_SLICE_MS, leftMs)));
   }
 
   /** Follows every control message that arrived (a step point without a step). */
@@ -506,7 +508,7 @@ export class DistributedSession {
           op: OP,
         });
       }
-      await this.awaitControl(Math.max(1, Math.min(HOLD_SLICE_MS, deadline - Date.now())));
+      await this.awaitControl(deadline - Date.now());
     }
   }
 

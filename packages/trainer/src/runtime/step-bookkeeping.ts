@@ -66,7 +66,7 @@ export async function holdLockstep(
   const last = state.batchDone >= Math.floor(state.picks.length / batchSize);
   const deadline = last ? performance.now() + LAST_STEP_HOLD_MS : Number.POSITIVE_INFINITY;
   while (session.version < target && !follow.stopped() && performance.now() < deadline) {
-    await session.awaitControl(Math.max(1, Math.min(25, deadline - performance.now())));
+    await session.awaitControl(deadline - performance.now());
     await follow.service();
   }
 }

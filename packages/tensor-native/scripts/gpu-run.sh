@@ -4,6 +4,7 @@
 # build script (direct mode: no npm packages needed) unless .device/cuda-addon.node was built
 # from the same sources, then runs the phases asked for (default: tests):
 #   tests        `pnpm test:gpu`: every package suite on cuda, then the CUDA-only checks
+#                (GPU_TESTS_ONLY=trainer,nn: those suites only, no checks)
 #   collectives  c10d NCCL all-reduce / broadcast across the GPUs (2 or more)
 #   cluster      the averaging modes through the managed Trainer, one rank process per GPU
 #                (2 or more), then the same with rank 1 dying mid-run
@@ -56,7 +57,7 @@ gpus="$(nvidia-smi -L 2>/dev/null | wc -l)"
 for phase in "${phases[@]}"; do
   echo "== $phase"
   case "$phase" in
-    tests) node scripts/test-gpu.mjs 2>&1 | log tests || status=1 ;;
+    tests) node scripts/test-gpu.mjs ${GPU_TESTS_ONLY:+--only "$GPU_TESTS_ONLY" --no-checks} 2>&1 | log tests || status=1 ;;
     collectives)
       if [ "$gpus" -ge 2 ]; then node packages/tensor-native/scripts/collectives-check.mjs nccl "$gpus" 2>&1 | log collectives || status=1
       else echo "collectives skipped: $gpus GPU(s)"; fi ;;

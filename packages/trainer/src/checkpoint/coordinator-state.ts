@@ -23,23 +23,40 @@ const FILE = 'coordinator-state.json';
 /** A state file larger than this is ignored. */
 const MAX_BYTES = 1024 * 1024;
 
-/** The coordinator's state now. */
-export function snapshotCoordinator(host: CoordinatorHost): CoordinatorSnapshot {
+/**
+ * The coordinator's state now. `stopping`: a graceful stop was sent, and every rank says
+ * `Exiting` once it saved, which the coordinator (that does not take part in the stop) records
+ * as an early exit: those ranks stopped as asked and count as live, not lost. A save that
+ * comes after one of them left (a CpuAsync rank does not wait for its last round) records the
+ * cluster as it stopped.
+ */
+export function snapshotCoordinator(
+  host: Pick<CoordinatorHost, 'coordinator'>,
+  options: { stopping?: boolean } = {},
+): CoordinatorSnapshot {
   const { coordinator } = host;
+  const records = coordinator.deathRecords();
+  const stopped = options.stopping
+    ? records.filter((record) => record.cause === 'exited-early').map((record) => record.rank)
+    : [];
   return {
     globalStep: coordinator.globalStep,
     averagingCount: coordinator.version,
     elche: coordinator.elChe.toState(),
     guardHistory: [...(coordinator.guard.history() ?? [])],
-    live: coordinator.membership.liveRanks(),
-    lost: coordinator.deathRecords().map((record) => record.rank),
+    live: [...coordinator.membership.liveRanks(), ...stopped].sort((left, right) => left - right),
+    lost: records.filter((record) => !stopped.includes(record.rank)).map((record) => record.rank),
   };
 }
 
 /** Writes `host`'s state into the run's record folder (atomically: a temporary file, then rename). */
-export function writeCoordinatorState(recordDir: string, host: CoordinatorHost): void {
+export function writeCoordinatorState(
+  recordDir: string,
+  host: Pick<CoordinatorHost, 'coordinator'>,
+  options: { stopping?: boolean } = {},
+): void {
   const path = join(recordDir, FILE);
-  writeFileSync(`${path}.tmp`, JSON.stringify(snapshotCoordinator(host)));
+  writeFileSync(`${path}.tmp`, JSON.stringify(snapshotCoordinator(host, options)));
   renameSync(`${path}.tmp`, path);
 }
 

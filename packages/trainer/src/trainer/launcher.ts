@@ -110,7 +110,7 @@ export async function runLauncher<M extends AnyModule>(
                     command.type === 'Checkpoint' ||
                     command.type === 'ShutdownWithSave' ||
                     (stopping && command.type === 'SetGlobalStep');
-                  if (saving) writeCoordinatorState(recordDir, attached);
+                  if (saving) writeCoordinatorState(recordDir, attached, { stopping });
                 },
               });
             }
@@ -118,7 +118,7 @@ export async function runLauncher<M extends AnyModule>(
             // (with a savePath) and report their state.
             onStopper(() => {
               stopping = true;
-              if (options.savePath !== undefined) writeCoordinatorState(recordDir, attached);
+              if (options.savePath !== undefined) writeCoordinatorState(recordDir, attached, { stopping });
               attached.requestStop();
             });
           },

@@ -190,6 +190,65 @@ describe('RankClient', () => {
     expect(codeOf(() => rank.poll())).toBe('ERR_RANK_FAILED');
   });
 
+  it('holds step reports within reportHoldMs and sends them, in order, before whatever goes next', async () => {
+    const { rank, received } = await setup({ reportHoldMs: 1000 });
+    const batch = (stepCount: number) => ({ batchMs: 1, dataMs: 0, stepCount, batchLoss: 1 });
+    const sent = () =>
+      received.map((message) => (message.type === 'Batch' ? message.stepCount : message.type));
+    rank.reportBatch(batch(1)); // nothing handed over yet: it goes at once
+    await until(() => received.length === 1);
+    rank.reportBatch(batch(2));
+    rank.reportBatch(batch(3));
+    expect(rank.stepCount).toBe(3); // heartbeats report it already
+    await sleep(150);
+    expect(sent()).toEqual([1]);
+    // Any other message takes what waits ahead of it.
+    rank.syncAck({ stepCount: 4 });
+    await until(() => received.length === 4);
+    expect(sent()).toEqual([1, 2, 3, 'SyncAck']);
+    // So does a wait on the coordinator (it may need the reports to answer).
+    rank.reportBatch(batch(5));
+    expect(await rank.arrival(50)).toBe(false);
+    await until(() => received.length === 5);
+    // With nothing else coming, the hold's own timer sends it once reportHoldMs is up.
+    rank.reportBatch(batch(6));
+    await sleep(150);
+    expect(received.length).toBe(5);
+    await until(() => received.length === 6, 5000);
+    // And close sends it before the worker's Exiting.
+    rank.reportBatch(batch(7));
+    await rank.close();
+    expect(sent()).toEqual([1, 2, 3, 'SyncAck', 5, 6, 7, 'Exiting']);
+  });
+
+  it('sends every report at once with reportHoldMs 0, and refuses a hold outside [0, 1000] ms', async () => {
+    const { rank, received } = await setup({ reportHoldMs: 0 });
+    for (let step = 1; step <= 3; step += 1)
+      rank.reportBatch({ batchMs: 1, dataMs: 0, stepCount: step, batchLoss: 1 });
+    await until(() => received.length === 3);
+    const options = {
+      coordinator: '127.0.0.1:1',
+      rank: 0,
+      worldSize: 1,
+      secret: createRunSecret(),
+      workerUrl,
+    };
+    for (const bad of [-1, Number.NaN, 1001]) {
+      await expect(RankClient.connect({ ...options, reportHoldMs: bad })).rejects.toMatchObject({
+        code: 'ERR_INVALID_ARGUMENT',
+      });
+    }
+    process.env.FLODL_REPORT_HOLD_MS = 'soon';
+    try {
+      await expect(RankClient.connect(options)).rejects.toMatchObject({
+        code: 'ERR_INVALID_ARGUMENT',
+        message: expect.stringContaining('FLODL_REPORT_HOLD_MS'),
+      });
+    } finally {
+      delete process.env.FLODL_REPORT_HOLD_MS;
+    }
+  });
+
   it('holds at most maxPending messages for the main thread, losing none', async () => {
     const { server, rank } = await setup({ maxPending: 4 });
     const sent: CoordinatorMessage[] = [];

@@ -59,6 +59,15 @@ export interface RankClientOptions {
   timeoutMs?: number;
   /** Bound on reaching the coordinator and the handshake, ms. Default 30 000. */
   connectTimeoutMs?: number;
+  /**
+   * A step report (`reportBatch`) that comes within this long of the last hand-over to the
+   * worker waits, at most this long, to go with the next one, ms: each hand-over wakes the
+   * worker thread and then the coordinator, which on a machine whose cores all train costs
+   * the rank part of its core. Steps longer than this send every report at once; any other
+   * message, a wait on the coordinator (`waitFor`, `arrival`) and `close` send what waits
+   * first, in order. `0` hands each report over at once. Default `FLODL_REPORT_HOLD_MS`, else 10.
+   */
+  reportHoldMs?: number;
   /** Coordinator messages held for the main thread before the worker stops reading. Default 4096. */
   maxPending?: number;
   /** Capabilities announced in `Hello`. Default none. */
@@ -80,6 +89,14 @@ export interface WaitForOptions {
 
 const OP = 'RankClient';
 
+/** The longest delay a Node timer keeps (longer ones fire at once, with a warning). */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/** The environment variable that sets `reportHoldMs` for every rank of a run. */
+const REPORT_HOLD_ENV = 'FLODL_REPORT_HOLD_MS';
+const DEFAULT_REPORT_HOLD_MS = 10;
+const MAX_REPORT_HOLD_MS = 1000;
+
 /**
  * The rank's end of the control channel, with its socket I/O and heartbeats on a worker
  * thread: heartbeats keep flowing while the main thread is blocked in a long native call
@@ -97,15 +114,17 @@ const OP = 'RankClient';
  * control.reportBatch({ batchMs: 41.5, dataMs: 2.1, stepCount: 1, batchLoss: 0.7 });
  * ```
  */
-/** The longest delay a Node timer keeps (longer ones fire at once, with a warning). */
-const MAX_TIMER_MS = 2_147_483_647;
-
 export class RankClient {
   private readonly state: Int32Array;
   private readonly inbox: CoordinatorMessage[] = [];
   private failure: FlodlError | undefined;
   private closing: Promise<void> | undefined;
   private exited = false;
+  /** Messages not handed to the worker yet (step reports within `reportHoldMs`), oldest first. */
+  private outbox: RankMessage[] = [];
+  private handedOver = Number.NEGATIVE_INFINITY;
+  /** Sends what waits once `reportHoldMs` is up, should the event loop turn before anything else does. */
+  private holdTimer: NodeJS.Timeout | undefined;
 
   private constructor(
     private readonly worker: Worker,
@@ -115,6 +134,7 @@ export class RankClient {
     readonly rank: number,
     /** The coordinator's answer to the handshake. */
     readonly welcome: Welcome,
+    private readonly reportHoldMs: number,
   ) {
     this.state = new Int32Array(state);
     worker.on('exit', () => {
@@ -148,6 +168,15 @@ export class RankClient {
     const maxPending = options.maxPending ?? 4096;
     if (!Number.isInteger(maxPending) || maxPending < 1) {
       throw invalidArgument(`${OP}.connect`, 'maxPending', 'a positive integer', maxPending);
+    }
+    const reportHoldMs = options.reportHoldMs ?? reportHoldFromEnv();
+    if (!(reportHoldMs >= 0 && reportHoldMs <= MAX_REPORT_HOLD_MS)) {
+      throw invalidArgument(
+        `${OP}.connect`,
+        'reportHoldMs',
+        `a number of ms in [0, ${MAX_REPORT_HOLD_MS}]`,
+        reportHoldMs,
+      );
     }
     const secret = options.secret ?? resolveRunSecret();
     const liveness = livenessFromEnv();
@@ -208,7 +237,7 @@ export class RankClient {
     // The worker ends with the process; `close` is the orderly way out.
     worker.unref();
     channel.port1.unref();
-    return new RankClient(worker, channel.port1, state, options.rank, welcome);
+    return new RankClient(worker, channel.port1, state, options.rank, welcome, reportHoldMs);
   }
 
   /** Coordinator messages held for this thread (queued by the worker or in the inbox). */
@@ -255,6 +284,7 @@ export class RankClient {
     predicate: ((message: CoordinatorMessage) => message is T) | ((message: CoordinatorMessage) => boolean),
     options: WaitForOptions = {},
   ): T {
+    this.flush(); // the coordinator may need what waits to answer
     const timeoutMs = options.timeoutMs ?? 30_000;
     const deadline = Date.now() + timeoutMs;
     let scanned = 0;
@@ -312,6 +342,7 @@ export class RankClient {
     this.drain();
     if (this.inbox.length > 0 || this.failure !== undefined || this.closing !== undefined) return true;
     if (timeoutMs === 0) return false;
+    this.flush(); // the coordinator may need what waits to answer
     const waited = Atomics.waitAsync(this.state, SLOT.seq, seq, timeoutMs);
     let outcome: 'ok' | 'not-equal' | 'timed-out';
     if (!waited.async) outcome = waited.value;
@@ -338,17 +369,51 @@ export class RankClient {
    * @throws FlodlError ERR_RANK_FAILED / ERR_TIMEOUT when the connection was lost or closed
    */
   send(message: RankMessage): void {
-    encodeMessage(message); // validates here, where the caller can see the error
-    if (this.closing)
-      throw new FlodlError('ERR_RANK_FAILED', 'the control channel is closed', { op: `${OP}.send` });
-    this.throwIfDown();
-    this.command({ kind: 'send', message });
+    this.queue(message, `${OP}.send`);
+    this.flush();
   }
 
-  /** Reports one training step (and advances the heartbeat's step count). */
+  /**
+   * Reports one training step (and advances the heartbeat's step count). A report within
+   * `reportHoldMs` of the last hand-over to the worker waits, at most that long, to go with
+   * the next message (see `flush`).
+   *
+   * @throws FlodlError ERR_INVALID_ARGUMENT for an invalid report (nothing is sent)
+   * @throws FlodlError ERR_RANK_FAILED / ERR_TIMEOUT when the connection was lost or closed
+   */
   reportBatch(batch: Omit<Batch, 'type'>): void {
-    this.send({ type: 'Batch', ...batch });
+    this.queue({ type: 'Batch', ...batch }, `${OP}.reportBatch`);
     this.stepCount = batch.stepCount;
+    const since = performance.now() - this.handedOver;
+    if (since >= this.reportHoldMs) this.flush();
+    else if (this.holdTimer === undefined) {
+      this.holdTimer = setTimeout(() => this.flush(), this.reportHoldMs - since);
+      this.holdTimer.unref();
+    }
+  }
+
+  /** Hands the step reports that wait to the worker now (other messages, waits and `close` do it first). */
+  flush(): void {
+    if (this.closing === undefined) this.handOver();
+  }
+
+  private handOver(): void {
+    if (this.holdTimer !== undefined) {
+      clearTimeout(this.holdTimer);
+      this.holdTimer = undefined;
+    }
+    if (this.outbox.length === 0) return;
+    const messages = this.outbox;
+    this.outbox = [];
+    this.handedOver = performance.now();
+    this.command({ kind: 'send', messages });
+  }
+
+  private queue(message: RankMessage, op: string): void {
+    encodeMessage(message); // validates here, where the caller can see the error
+    if (this.closing) throw new FlodlError('ERR_RANK_FAILED', 'the control channel is closed', { op });
+    this.throwIfDown();
+    this.outbox.push(message);
   }
 
   /** Acknowledges a `SyncNow` (acks are not batches). */
@@ -391,8 +456,10 @@ export class RankClient {
         if (this.exited) resolve();
         this.worker.once('exit', () => resolve());
       });
-      if (!this.failure) this.command({ kind: 'close', timeoutMs });
-      else void this.worker.terminate();
+      if (!this.failure) {
+        this.handOver(); // what waits goes before the worker's Exiting
+        this.command({ kind: 'close', timeoutMs });
+      } else void this.worker.terminate();
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<'late'>((resolve) => {
         timer = setTimeout(() => resolve('late'), timeoutMs + 1000);
@@ -434,6 +501,26 @@ export class RankClient {
     if (this.failure) throw this.failure;
     if (this.closing) throw new FlodlError('ERR_RANK_FAILED', 'the control channel is closed', { op: OP });
   }
+}
+
+/**
+ * `reportHoldMs` from `FLODL_REPORT_HOLD_MS` (the default when unset or empty).
+ *
+ * @throws FlodlError ERR_INVALID_ARGUMENT when it is set but not a number of ms in [0, 1000]
+ */
+function reportHoldFromEnv(): number {
+  const text = process.env[REPORT_HOLD_ENV];
+  if (text === undefined || text === '') return DEFAULT_REPORT_HOLD_MS;
+  const value = Number(text);
+  if (!(value >= 0 && value <= MAX_REPORT_HOLD_MS)) {
+    throw invalidArgument(
+      `${OP}.connect`,
+      REPORT_HOLD_ENV,
+      `a number of ms in [0, ${MAX_REPORT_HOLD_MS}]`,
+      text,
+    );
+  }
+  return value;
 }
 
 function lostError(error: ErrorShape | undefined): FlodlError {

@@ -48,7 +48,7 @@ export type StreamItem =
 
 /** Main → worker, on the stream port. */
 export type Command =
-  | { kind: 'send'; message: RankMessage }
+  | { kind: 'send'; messages: RankMessage[] }
   | { kind: 'resume' }
   | { kind: 'close'; timeoutMs: number };
 

@@ -59,7 +59,7 @@ export async function runControlWorker(config: WorkerConfig): Promise<void> {
   stream.on('message', (command: Command) => {
     switch (command.kind) {
       case 'send':
-        sending = sending.then(() => sendQuietly(client, command.message));
+        sending = sending.then(() => sendQuietly(client, command.messages));
         break;
       case 'resume':
         wake?.();
@@ -67,7 +67,7 @@ export async function runControlWorker(config: WorkerConfig): Promise<void> {
       case 'close':
         closing ??= (async () => {
           await sending;
-          await sendQuietly(client, { type: 'Exiting' });
+          await sendQuietly(client, [{ type: 'Exiting' }]);
           await client.close({ timeoutMs: command.timeoutMs });
         })();
         wake?.();
@@ -103,7 +103,8 @@ export async function runControlWorker(config: WorkerConfig): Promise<void> {
   parentPort?.close();
 }
 
-async function sendQuietly(client: ControlClient, message: RankMessage): Promise<void> {
-  // A failed send ends the connection; the pump reports why, in order.
-  await client.send(message).catch(() => {});
+async function sendQuietly(client: ControlClient, messages: RankMessage[]): Promise<void> {
+  // Frames are queued in call order; a failed send ends the connection, and the pump
+  // reports why, in order.
+  await Promise.all(messages.map((message) => client.send(message).catch(() => {})));
 }

@@ -1,6 +1,6 @@
 import { FlodlError } from '@flodl/tensor-native';
 import { captureWarnings } from '@flodl/testing';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RankClient, type RankClientOptions } from '../src/rank/index.js';
 import {
   ControlServer,
@@ -215,10 +215,21 @@ describe('RankClient', () => {
     await sleep(150);
     expect(received.length).toBe(5);
     await until(() => received.length === 6, 5000);
-    // And close sends it before the worker's Exiting.
+    // A poll once the hold is up sends it without waiting for the timer (a loop that polls
+    // without turning the event loop never runs the timer): the clock is moved past the hold.
     rank.reportBatch(batch(7));
+    const now = performance.now();
+    const clock = vi.spyOn(performance, 'now').mockImplementation(() => now + 2000);
+    try {
+      rank.poll();
+    } finally {
+      clock.mockRestore();
+    }
+    await until(() => received.length === 7, 500); // well before the hold's own 1000 ms
+    // And close sends it before the worker's Exiting.
+    rank.reportBatch(batch(8));
     await rank.close();
-    expect(sent()).toEqual([1, 2, 3, 'SyncAck', 5, 6, 7, 'Exiting']);
+    expect(sent()).toEqual([1, 2, 3, 'SyncAck', 5, 6, 7, 8, 'Exiting']);
   });
 
   it('sends every report at once with reportHoldMs 0, and refuses a hold outside [0, 1000] ms', async () => {

@@ -65,7 +65,8 @@ export interface RankClientOptions {
    * worker thread and then the coordinator, which on a machine whose cores all train costs
    * the rank part of its core. Steps longer than this send every report at once; any other
    * message, a wait on the coordinator (`waitFor`, `arrival`) and `close` send what waits
-   * first, in order. `0` hands each report over at once. Default `FLODL_REPORT_HOLD_MS`, else 10.
+   * first, in order; a timer or a `poll` once the hold is up sends it otherwise. `0` hands
+   * each report over at once. Default `FLODL_REPORT_HOLD_MS`, else 10.
    */
   reportHoldMs?: number;
   /** Coordinator messages held for the main thread before the worker stops reading. Default 4096. */
@@ -260,12 +261,15 @@ export class RankClient {
   }
 
   /**
-   * Every coordinator message that has arrived, in order; never waits.
+   * Every coordinator message that has arrived, in order; never waits. Step reports held
+   * longer than `reportHoldMs` go out here too, so a loop that polls without turning the
+   * event loop (where the hold's timer cannot fire) still sends them.
    *
    * @throws FlodlError ERR_RANK_FAILED / ERR_TIMEOUT when the connection was lost (once
    *   the messages before the loss are drained)
    */
   poll(): CoordinatorMessage[] {
+    if (this.outbox.length > 0 && performance.now() - this.handedOver >= this.reportHoldMs) this.flush();
     this.drain();
     if (this.inbox.length > 0) return this.take(this.inbox.length);
     this.throwIfDown();

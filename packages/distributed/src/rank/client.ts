@@ -170,15 +170,7 @@ export class RankClient {
     if (!Number.isInteger(maxPending) || maxPending < 1) {
       throw invalidArgument(`${OP}.connect`, 'maxPending', 'a positive integer', maxPending);
     }
-    const reportHoldMs = options.reportHoldMs ?? reportHoldFromEnv();
-    if (!(reportHoldMs >= 0 && reportHoldMs <= MAX_REPORT_HOLD_MS)) {
-      throw invalidArgument(
-        `${OP}.connect`,
-        'reportHoldMs',
-        `a number of ms in [0, ${MAX_REPORT_HOLD_MS}]`,
-        reportHoldMs,
-      );
-    }
+    const reportHoldMs = reportHoldOf(options.reportHoldMs);
     const secret = options.secret ?? resolveRunSecret();
     const liveness = livenessFromEnv();
     const state = new SharedArrayBuffer(STATE_SLOTS * Int32Array.BYTES_PER_ELEMENT);
@@ -269,7 +261,7 @@ export class RankClient {
    *   the messages before the loss are drained)
    */
   poll(): CoordinatorMessage[] {
-    if (this.outbox.length > 0 && performance.now() - this.handedOver >= this.reportHoldMs) this.flush();
+    if (this.outbox.length > 0 && this.holdIsUp()) this.flush();
     this.drain();
     if (this.inbox.length > 0) return this.take(this.inbox.length);
     this.throwIfDown();
@@ -388,12 +380,19 @@ export class RankClient {
   reportBatch(batch: Omit<Batch, 'type'>): void {
     this.queue({ type: 'Batch', ...batch }, `${OP}.reportBatch`);
     this.stepCount = batch.stepCount;
-    const since = performance.now() - this.handedOver;
-    if (since >= this.reportHoldMs) this.flush();
+    if (this.holdIsUp()) this.flush();
     else if (this.holdTimer === undefined) {
-      this.holdTimer = setTimeout(() => this.flush(), this.reportHoldMs - since);
+      this.holdTimer = setTimeout(
+        () => this.flush(),
+        this.handedOver + this.reportHoldMs - performance.now(),
+      );
       this.holdTimer.unref();
     }
+  }
+
+  /** Whether `reportHoldMs` has passed since the last hand-over to the worker. */
+  private holdIsUp(): boolean {
+    return performance.now() - this.handedOver >= this.reportHoldMs;
   }
 
   /** Hands the step reports that wait to the worker now (other messages, waits and `close` do it first). */
@@ -508,21 +507,17 @@ export class RankClient {
 }
 
 /**
- * `reportHoldMs` from `FLODL_REPORT_HOLD_MS` (the default when unset or empty).
+ * The report hold: `option` when given, else `FLODL_REPORT_HOLD_MS` when set, else the default.
  *
- * @throws FlodlError ERR_INVALID_ARGUMENT when it is set but not a number of ms in [0, 1000]
+ * @throws FlodlError ERR_INVALID_ARGUMENT (naming the option or the variable) outside [0, 1000] ms
  */
-function reportHoldFromEnv(): number {
+function reportHoldOf(option: number | undefined): number {
   const text = process.env[REPORT_HOLD_ENV];
-  if (text === undefined || text === '') return DEFAULT_REPORT_HOLD_MS;
-  const value = Number(text);
+  if (option === undefined && (text === undefined || text === '')) return DEFAULT_REPORT_HOLD_MS;
+  const value = option ?? Number(text);
   if (!(value >= 0 && value <= MAX_REPORT_HOLD_MS)) {
-    throw invalidArgument(
-      `${OP}.connect`,
-      REPORT_HOLD_ENV,
-      `a number of ms in [0, ${MAX_REPORT_HOLD_MS}]`,
-      text,
-    );
+    const [name, got] = option === undefined ? [REPORT_HOLD_ENV, text] : ['reportHoldMs', option];
+    throw invalidArgument(`${OP}.connect`, name, `a number of ms in [0, ${MAX_REPORT_HOLD_MS}]`, got);
   }
   return value;
 }

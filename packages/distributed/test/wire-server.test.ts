@@ -260,6 +260,42 @@ describe('control exchange', () => {
     expect(messages).toEqual(RANK_SAMPLES.map((message) => [3, message]));
   });
 
+  it('sendAll writes a batch of frames in one write, in order; an invalid one rejects, the rest go', async () => {
+    const { server, messages } = await startServer({ heartbeatIntervalMs: 0 });
+    const client = await startClient(server.port, { rank: 2, heartbeatIntervalMs: 0 });
+    // Count the socket's writes: a corked batch leaves as one _writev.
+    const socket = (client as unknown as { connection: { socket: Socket } }).connection.socket as Socket & {
+      _write: (...args: unknown[]) => void;
+      _writev: (...args: unknown[]) => void;
+    };
+    const writes = { single: 0, vectored: 0 };
+    const write = socket._write.bind(socket);
+    const writev = socket._writev.bind(socket);
+    socket._write = (...args) => {
+      writes.single += 1;
+      write(...args);
+    };
+    socket._writev = (...args) => {
+      writes.vectored += 1;
+      writev(...args);
+    };
+    const batch = RANK_SAMPLES.slice(0, 4);
+    await client.sendAll(batch);
+    expect(writes).toEqual({ single: 0, vectored: 1 });
+    await eventually(() => messages.length === batch.length);
+    expect(messages).toEqual(batch.map((message) => [2, message]));
+
+    const invalid = { type: 'Heartbeat', stepCount: -1 } as unknown as RankMessage;
+    const rejected = await caught(() => client.sendAll([batch[0]!, invalid, batch[1]!]));
+    expect(rejected.code).toBe('ERR_INVALID_ARGUMENT');
+    await eventually(() => messages.length === batch.length + 2);
+    expect(messages.slice(batch.length)).toEqual([
+      [2, batch[0]],
+      [2, batch[1]],
+    ]);
+    await client.sendAll([]);
+  });
+
   it('broadcasts to every connected rank', async () => {
     const { server } = await startServer({ heartbeatIntervalMs: 0 });
     const clients = await Promise.all([0, 1, 2, 3].map((rank) => startClient(server.port, { rank })));

@@ -104,7 +104,7 @@ export async function runControlWorker(config: WorkerConfig): Promise<void> {
 }
 
 async function sendQuietly(client: ControlClient, messages: RankMessage[]): Promise<void> {
-  // Frames are queued in call order; a failed send ends the connection, and the pump
-  // reports why, in order.
-  await Promise.all(messages.map((message) => client.send(message).catch(() => {})));
+  // The frames go out in call order in one write; a failed send ends the connection, and
+  // the pump reports why, in order.
+  await client.sendAll(messages).catch(() => {});
 }

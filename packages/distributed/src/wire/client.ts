@@ -147,6 +147,16 @@ export class ControlClient {
     return this.connection.send(message);
   }
 
+  /**
+   * Sends `messages` to the coordinator in order, written to the socket together (one system
+   * call for all). Resolves when the socket can take more; the first failure rejects.
+   *
+   * @throws FlodlError as `send`, for the first message that fails
+   */
+  async sendAll(messages: readonly RankMessage[]): Promise<void> {
+    await Promise.all(this.connection.sendAll(messages));
+  }
+
   /** The next unread message, or `undefined` when there is none. Never waits. */
   poll(): CoordinatorMessage | undefined {
     return this.inbox.shift();

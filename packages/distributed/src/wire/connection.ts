@@ -148,6 +148,21 @@ export class WireConnection {
     return this.watchWrite(this.writer.write(encoded.kind, encoded.payload));
   }
 
+  /**
+   * Sends `messages` in order as one write to the socket (one `writev`, so the peer wakes once
+   * for all of them), each its own frame as `send` makes it. A message that fails to encode
+   * rejects its own promise; the others still go.
+   */
+  sendAll(messages: readonly WireMessage[]): Promise<void>[] {
+    if (messages.length <= 1 || this.closedWith) return messages.map((message) => this.send(message));
+    this.socket.cork();
+    try {
+      return messages.map((message) => this.send(message));
+    } finally {
+      this.socket.uncork();
+    }
+  }
+
   /** Writes a raw-payload frame (the data channel's tensor bytes). */
   sendRaw(kind: number, payload: Uint8Array): Promise<void> {
     if (this.closedWith) return Promise.reject(closedError('cannot send', this.closedWith.error));

@@ -21,7 +21,7 @@ export {
   type CoordinatorHostOptions,
   type RanksHostOptions,
 } from './host/coordinator-host.js';
-export type { HostRound } from './host/host-round.js';
+export { HOST_HISTORY_LIMIT, type HostRound } from './host/host-round.js';
 export {
   coordinatorOptionsFor,
   encodeRunSettings,

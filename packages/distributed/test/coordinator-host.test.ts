@@ -2,7 +2,7 @@
 // death the coordinator acts on at once, and an elastic run's maxFailure becomes its own.
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CoordinatorOptions } from '../src/coordinator/index.js';
-import { CoordinatorHost } from '../src/host/index.js';
+import { AveragingHost, CoordinatorHost } from '../src/host/index.js';
 import { RankExitFeed } from '../src/launcher/index.js';
 import { ControlServer, createRunSecret } from '../src/wire/index.js';
 
@@ -117,3 +117,69 @@ describe('CoordinatorHost with the launcher run', () => {
     ]);
   });
 });
+
+describe('CoordinatorHost history', () => {
+  it('keeps the newest historyLimit notices and commands of a long run; observers see every one', async () => {
+    const server = await ControlServer.listen({ secret: createRunSecret(), worldSize: 2 });
+    servers.push(server);
+    let now = 0;
+    const host = CoordinatorHost.attach(server, {
+      mode: 'CpuCadence',
+      clock: { now: () => now },
+      historyLimit: 5,
+      coordinator: { worldSize: 2, totalSamples: 64, batchSize: 4, numEpochs: 1000 },
+    });
+    const seen: string[] = [];
+    host.addObserver({ command: ({ rank, command }) => seen.push(`${rank} ${command.type}`) });
+    for (const rank of [0, 1]) host.feed({ type: 'RankJoined', rank });
+    host.detach();
+    // Heartbeats and plans: each rank trains every plan it gets and reports it.
+    for (let tick = 0; tick < 400; tick++) {
+      now += 1000;
+      host.feed({ type: 'Tick' });
+      for (const { rank, command } of host.commands.slice(-4)) {
+        if (command.type !== 'StartEpoch') continue;
+        const { epoch, partitionSize } = command.plan;
+        host.feed({ type: 'Batch', rank, batchMs: 1, dataMs: 0, stepCount: tick + 1, batchLoss: 0.5 });
+        host.feed({ type: 'Metrics', rank, ...metricsOf(epoch, partitionSize) });
+      }
+    }
+    expect(seen.length).toBeGreaterThan(50);
+    expect(host.commands.length).toBeGreaterThanOrEqual(5);
+    expect(host.commands.length).toBeLessThan(10);
+    expect(host.commands.map(({ rank, command }) => `${rank} ${command.type}`)).toEqual(
+      seen.slice(-host.commands.length),
+    );
+    expect(host.notices.length).toBeLessThan(10);
+  });
+
+  it('refuses a historyLimit that is not an integer ≥ 1 (both hosts)', async () => {
+    const server = await ControlServer.listen({ secret: createRunSecret(), worldSize: 1 });
+    servers.push(server);
+    const coordinator = { worldSize: 1, totalSamples: 8, batchSize: 4, numEpochs: 1 };
+    for (const historyLimit of [0, 2.5, Number.NaN]) {
+      expect(() => CoordinatorHost.attach(server, { mode: 'CpuCadence', coordinator, historyLimit })).toThrow(
+        /historyLimit/,
+      );
+      expect(() => AveragingHost.attach(server, { mode: 'CpuCadence', worldSize: 1, historyLimit })).toThrow(
+        /historyLimit/,
+      );
+    }
+  });
+});
+
+/** A rank's report of a plan of `size` samples (batches of 4), trained in 1 ms a batch. */
+function metricsOf(epoch: number, size: number) {
+  const batches = Math.floor(size / 4);
+  return {
+    epoch,
+    avgLoss: 0.5,
+    batchesProcessed: batches,
+    epochMs: batches,
+    samplesProcessed: size,
+    shareCompleteMs: batches,
+    computeOnlyMs: batches,
+    dataStarveMs: 0,
+    scalars: {},
+  };
+}

@@ -3,7 +3,7 @@ import type { LaunchMode } from '../launcher/options.js';
 import { isCollectiveMode } from '../session/session.js';
 import type { ControlServer } from '../wire/server.js';
 import { ConsensusPool, type FoldedRound, foldAndSend } from './host-reduce.js';
-import type { HostRound } from './host-round.js';
+import { type HostRound, historyLimitOf, pushBounded } from './host-round.js';
 import { JoinRule } from './join-rule.js';
 
 /** Options of {@link AveragingHost.attach}. */
@@ -20,6 +20,11 @@ export interface AveragingHostOptions {
   timeoutMs?: number;
   /** Called when a round completed (host modes: with the accepted masses). */
   onRound?: (round: HostRound) => void;
+  /**
+   * How many of the newest rounds `rounds` keeps (older ones are dropped in blocks, so it
+   * holds at most twice this many); `onRound` sees every one. Default 10 000.
+   */
+  historyLimit?: number;
   /** Called when the host fails (a lost snapshot); the ranks then time out. */
   onError?: (error: unknown) => void;
 }
@@ -40,7 +45,9 @@ export interface AveragingHostOptions {
  * ```
  */
 export class AveragingHost {
+  /** The completed rounds, oldest first (the newest `historyLimit`). */
   readonly rounds: HostRound[] = [];
+  readonly #historyLimit: number;
   #version = 0;
   #round: { version: number; pending: Set<number>; ready?: () => void } | undefined;
   readonly #joins: JoinRule;
@@ -56,6 +63,7 @@ export class AveragingHost {
     readonly server: ControlServer,
     readonly options: AveragingHostOptions,
   ) {
+    this.#historyLimit = historyLimitOf('AveragingHost.attach', options.historyLimit);
     this.#everySteps = options.everySteps ?? (options.mode.endsWith('Sync') ? 1 : 4);
     this.#joins = new JoinRule(server, isCollectiveMode(options.mode));
   }
@@ -161,7 +169,7 @@ export class AveragingHost {
     const version = this.#round?.version ?? this.#version;
     this.#round = undefined;
     const round: HostRound = { version, accepted, ...(masses ? { masses, totalMass } : {}) };
-    this.rounds.push(round);
+    pushBounded(this.rounds, round, this.#historyLimit);
     this.options.onRound?.(round);
     this.#maybeShutdown();
     this.#maybeStart();

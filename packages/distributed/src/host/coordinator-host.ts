@@ -21,7 +21,7 @@ import { DEFAULT_LIVENESS_MS } from '../wire/liveness.js';
 import type { CoordinatorMessage, Hello } from '../wire/messages.js';
 import type { ControlServer } from '../wire/server.js';
 import { ConsensusPool, type FoldedRound, foldAndSend } from './host-reduce.js';
-import type { HostRound } from './host-round.js';
+import { type HostRound, historyLimitOf, pushBounded } from './host-round.js';
 import { JoinRule } from './join-rule.js';
 import { coordinatorOptionsFor, runSettingsOf } from './run-settings.js';
 
@@ -54,6 +54,13 @@ export interface CoordinatorHostOptions {
   timeoutMs?: number;
   /** Every notice the coordinator produced, as it produced it. */
   onNotice?: (notice: CoordinatorNotice) => void;
+  /**
+   * How many of the newest entries the host keeps in each of `notices`, `commands`, `rounds`
+   * and `exits` (older ones are dropped in blocks, so a list holds at most twice this many):
+   * a long run's host stays bounded. `onNotice`, `onRound` and observers see every one.
+   * Default 10 000.
+   */
+  historyLimit?: number;
   /** Called when a host-mode reduce completed, with the accepted masses. */
   onRound?: (round: HostRound) => void;
   /** Called when the host fails (a consensus that cannot be formed). */
@@ -121,11 +128,13 @@ interface HostReduce {
  */
 export class CoordinatorHost {
   readonly coordinator: ClusterCoordinator;
+  /** The coordinator's notices, oldest first (the newest `historyLimit`). */
   readonly notices: CoordinatorNotice[] = [];
+  /** The commands sent, oldest first (the newest `historyLimit`). */
   readonly commands: AddressedCommand[] = [];
-  /** Host modes: the reduces this host completed. */
+  /** Host modes: the reduces this host completed, oldest first (the newest `historyLimit`). */
   readonly rounds: HostRound[] = [];
-  /** Every rank process end the launcher reported, in order. */
+  /** The rank process ends the launcher reported, in order (the newest `historyLimit`). */
   readonly exits: RankExitEvent[] = [];
   /** Host modes: the consensus of the last completed round (names `p:i` / `b:j`, parameter order). */
   lastConsensus: readonly HostTensor[] | undefined;
@@ -140,11 +149,13 @@ export class CoordinatorHost {
   /** A graceful stop asked for and not yet sent, with its fallback timer. */
   #stop: { timer: ReturnType<typeof setTimeout> | undefined } | undefined;
   #stopSent = false;
+  readonly #historyLimit: number;
 
   private constructor(
     readonly server: ControlServer,
     readonly options: CoordinatorHostOptions,
   ) {
+    this.#historyLimit = historyLimitOf('CoordinatorHost.attach', options.historyLimit);
     this.#collective = isCollectiveMode(options.mode);
     this.#joins = new JoinRule(server, this.#collective);
     const elche = options.coordinator.elche ?? { mode: options.mode };
@@ -301,7 +312,7 @@ export class CoordinatorHost {
     const output = this.coordinator.handle(input);
     for (const notice of output.notices) {
       if (notice.type === 'RankDead') this.#endDeclaredDead(notice.record);
-      this.notices.push(notice);
+      pushBounded(this.notices, notice, this.#historyLimit);
       this.options.onNotice?.(notice);
       this.#tell('notice', notice);
     }
@@ -309,7 +320,7 @@ export class CoordinatorHost {
     for (const command of output.host) this.#onHostCommand(command);
     let roundStarted = false;
     for (const addressed of output.commands) {
-      this.commands.push(addressed);
+      pushBounded(this.commands, addressed, this.#historyLimit);
       this.#tell('command', addressed);
       this.#dispatch(addressed);
       if (addressed.command.type === 'RequestParams') roundStarted = true;
@@ -387,7 +398,7 @@ export class CoordinatorHost {
   }
 
   #onRankExit(exit: RankExitEvent): void {
-    this.exits.push(exit);
+    pushBounded(this.exits, exit, this.#historyLimit);
     this.#tell('exit', exit);
     const failure = exit.failure;
     this.rankExited({
@@ -525,7 +536,7 @@ export class CoordinatorHost {
       totalMass,
       ...(reduce.dropped.length > 0 ? { dropped: [...reduce.dropped] } : {}),
     };
-    this.rounds.push(round);
+    pushBounded(this.rounds, round, this.#historyLimit);
     this.options.onRound?.(round);
     this.#tell('round', round);
     this.feed({ type: 'ReduceCompleted', version: reduce.version, accepted });

@@ -1,3 +1,5 @@
+import { invalidArgument } from '@flodl/tensor-native';
+
 /** A completed round, as the launcher-side host saw it. */
 export interface HostRound {
   version: number;
@@ -9,4 +11,29 @@ export interface HostRound {
   totalMass?: number;
   /** Host modes: ranks of the round that died before it completed (their contributions left out). */
   dropped?: number[];
+}
+
+/** Default `historyLimit` of the hosts: the newest entries each of their lists keeps. */
+export const HOST_HISTORY_LIMIT = 10_000;
+
+/**
+ * `limit` checked: an integer ≥ 1 (default {@link HOST_HISTORY_LIMIT}).
+ *
+ * @throws FlodlError ERR_INVALID_ARGUMENT otherwise
+ */
+export function historyLimitOf(op: string, limit: number | undefined): number {
+  if (limit === undefined) return HOST_HISTORY_LIMIT;
+  if (!Number.isInteger(limit) || limit < 1)
+    throw invalidArgument(op, 'historyLimit', 'an integer ≥ 1', limit);
+  return limit;
+}
+
+/**
+ * Appends `item` to a host's history list; once the list holds twice `limit` entries, the
+ * oldest are dropped in one block, leaving the newest `limit` (so a long run's lists stay
+ * bounded at a cost that does not grow with them).
+ */
+export function pushBounded<T>(list: T[], item: T, limit: number): void {
+  list.push(item);
+  if (list.length >= 2 * limit) list.splice(0, list.length - limit);
 }

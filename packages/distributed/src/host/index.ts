@@ -8,7 +8,7 @@ export {
   type CoordinatorHostOptions,
   type RanksHostOptions,
 } from './coordinator-host.js';
-export type { HostRound } from './host-round.js';
+export { HOST_HISTORY_LIMIT, type HostRound } from './host-round.js';
 export {
   coordinatorOptionsFor,
   encodeRunSettings,

@@ -167,6 +167,7 @@ export {
   type FinishedRecord,
   type FormedRecord,
   freePortOn,
+  HOST_HISTORY_LIMIT,
   type HostRound,
   INTENTS,
   type InstallDeathRecordOptions,

@@ -66,7 +66,7 @@ export interface RankClientOptions {
    * the rank part of its core. Steps longer than this send every report at once; any other
    * message, a wait on the coordinator (`waitFor`, `arrival`) and `close` send what waits
    * first, in order; a timer or a `poll` once the hold is up sends it otherwise. `0` hands
-   * each report over at once. Default `FLODL_REPORT_HOLD_MS`, else 10.
+   * each report over at once. Default `FLODL_REPORT_HOLD_MS`, else 50.
    */
   reportHoldMs?: number;
   /** Coordinator messages held for the main thread before the worker stops reading. Default 4096. */
@@ -95,7 +95,7 @@ const MAX_TIMER_MS = 2_147_483_647;
 
 /** The environment variable that sets `reportHoldMs` for every rank of a run. */
 const REPORT_HOLD_ENV = 'FLODL_REPORT_HOLD_MS';
-const DEFAULT_REPORT_HOLD_MS = 10;
+const DEFAULT_REPORT_HOLD_MS = 50;
 const MAX_REPORT_HOLD_MS = 1000;
 
 /**

@@ -17,7 +17,8 @@
 #   managed      bench:managed on cuda: the managed Trainer against a hand-written loop, on
 #                the Fashion-MNIST test split carried in .device/fashion-mnist
 #   ddp          bench:ddp on CPU ranks: the fastest rank alone against two ranks in each
-#                mode, equal and one at half speed (same carried test split)
+#                mode, equal and one at half speed (same carried test split; DDP_MODELS=mlp
+#                and DDP_MODES=CpuCadence,CpuAsync narrow it)
 #   ddp-gpu      bench:ddp on real devices: a GPU rank beside a CPU rank (the Cpu modes), and
 #                with two or more GPUs one rank on each of two GPUs in every mode
 # With $OUT set, the built addon and each phase's log are left there.
@@ -87,12 +88,13 @@ for phase in "${phases[@]}"; do
       # 8 minutes on 16 cores).
       if [ -d .device/fashion-mnist ]; then
         (cd packages/trainer && for speeds in 1,1 1,0.5; do
-          node --expose-gc --import tsx bench/ddp.ts --model mlp --speeds "$speeds" \
-            --root "$root/.device/fashion-mnist" --split test --samples 8000 --epochs 100 \
-            ${OUT:+--json "$OUT/ddp-mlp-${speeds/,/_}.json"} &&
-            node --expose-gc --import tsx bench/ddp.ts --model cnn --speeds "$speeds" \
-              --root "$root/.device/fashion-mnist" --split test --samples 8000 --epochs 24 \
-              ${OUT:+--json "$OUT/ddp-cnn-${speeds/,/_}.json"} || exit 1
+          for model in ${DDP_MODELS:-mlp cnn}; do
+            epochs=24
+            [ "$model" = mlp ] && epochs=100
+            node --expose-gc --import tsx bench/ddp.ts --model "$model" --speeds "$speeds" \
+              ${DDP_MODES:+--modes "$DDP_MODES"} --root "$root/.device/fashion-mnist" --split test \
+              --samples 8000 --epochs "$epochs" ${OUT:+--json "$OUT/ddp-$model-${speeds/,/_}.json"} || exit 1
+          done
         done) 2>&1 | log ddp || status=1
       else echo "ddp skipped: no .device/fashion-mnist (gpu-pack.sh copies it from Debian's dataset-fashion-mnist)"; fi ;;
     ddp-gpu)

@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FlodlError } from '@flodl/tensor-native';
@@ -23,6 +24,10 @@ async function failure(promise: Promise<unknown>): Promise<RankFailedError> {
     (caught: unknown) => caught,
   );
   expect(error).toBeInstanceOf(RankFailedError);
+  // The death records stay for the post-mortem the error names; this test has read them.
+  const { recordDir } = error as RankFailedError;
+  expect(existsSync(recordDir)).toBe(true);
+  rmSync(recordDir, { recursive: true, force: true });
   return error as RankFailedError;
 }
 
@@ -123,6 +128,35 @@ describe('launch', () => {
     });
     expect(result.interrupted).toBe(true);
     expect(result.ranks.map((rank) => rank.outcome)).toEqual(['stopped', 'stopped']);
+  });
+
+  it('times out a run that outlives timeoutMs, stopping every rank, and leaves no record directory', async () => {
+    const previous = process.env.TMPDIR;
+    const scratch = mkdtempSync(join(tmpdir(), 'flodl-launch-timeout-'));
+    process.env.TMPDIR = scratch;
+    try {
+      const scenario = { 0: { action: 'hang' }, 1: { action: 'hang' } };
+      const error = await launch({
+        nproc: 2,
+        script: rankScript,
+        args: [JSON.stringify(scenario)],
+        stdio: 'ignore',
+        timeoutMs: 1500,
+        killGraceMs: 500,
+      }).then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+      expect(error).toMatchObject({
+        code: 'ERR_TIMEOUT',
+        message: expect.stringMatching(/outlived timeoutMs 1500/),
+      });
+      expect(readdirSync(scratch).filter((name) => name.startsWith('flodl-run-'))).toEqual([]);
+    } finally {
+      if (previous === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = previous;
+      rmSync(scratch, { recursive: true, force: true });
+    }
   });
 
   it('rejects bad options before starting anything', async () => {

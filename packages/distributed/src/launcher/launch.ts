@@ -131,9 +131,12 @@ export async function launch(options: LaunchOptions): Promise<LaunchResult> {
   const ownRecordDir = resolved.recordDir === undefined;
   const recordDir = resolved.recordDir ?? mkdtempSync(join(tmpdir(), 'flodl-run-'));
   const port = server?.port ?? resolved.coordinatorPort;
+  let keepRecords = false;
   try {
     const outcome = await supervise(resolved, command, secret, port, recordDir, options.signal, run);
     if (outcome.failures.length > 0 && !survivedFailures(resolved, outcome)) {
+      // The death records are the post-mortem the error points to: they stay.
+      keepRecords = true;
       throw new RankFailedError(
         outcome.failures,
         outcome.ranks.filter((rank) => rank.outcome === 'stopped').map((rank) => rank.rank),
@@ -156,7 +159,7 @@ export async function launch(options: LaunchOptions): Promise<LaunchResult> {
       (left, right) => left.time - right.time || left.rank - right.rank,
     );
     // The lost ranks' records are the post-mortem of a run that went on without them: keep them.
-    if (ownRecordDir && lost.length === 0) rmSync(recordDir, { recursive: true, force: true });
+    keepRecords = lost.length > 0;
     return {
       worldSize: resolved.worldSize,
       ranks: outcome.ranks,
@@ -166,6 +169,9 @@ export async function launch(options: LaunchOptions): Promise<LaunchResult> {
       durationMs: Date.now() - started,
     };
   } finally {
+    // A run that ends without records anyone is told of (a success, a timeout, an error of the
+    // launcher's own) leaves no directory behind.
+    if (ownRecordDir && !keepRecords) rmSync(recordDir, { recursive: true, force: true });
     await server?.close({ timeoutMs: 1000 });
   }
 }

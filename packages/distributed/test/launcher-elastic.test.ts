@@ -161,6 +161,7 @@ describe('launch({ elastic: true })', () => {
       (caught: unknown) => caught,
     );
     expect(error).toBeInstanceOf(RankFailedError);
+    rmSync((error as RankFailedError).recordDir, { recursive: true, force: true }); // done with the death records
     expect((error as RankFailedError).failures.map((record) => record.rank).sort()).toEqual([0, 1, 2]);
     expect((error as RankFailedError).stoppedRanks).toEqual([]);
   });
@@ -172,6 +173,7 @@ describe('launch({ elastic: true })', () => {
       (caught: unknown) => caught,
     );
     expect(error).toBeInstanceOf(RankFailedError);
+    rmSync((error as RankFailedError).recordDir, { recursive: true, force: true }); // done with the death records
     expect((error as RankFailedError).rootCause).toMatchObject({ rank: 2, signal: 'SIGKILL' });
     expect((error as RankFailedError).stoppedRanks).toEqual([]);
   });
@@ -195,6 +197,7 @@ describe('launch({ elastic: true })', () => {
       (caught: unknown) => caught,
     );
     expect(error).toBeInstanceOf(RankFailedError);
+    rmSync((error as RankFailedError).recordDir, { recursive: true, force: true }); // done with the death records
     expect(exits[0]).toMatchObject({ rank: 1, outcome: 'failed', exitCode: 3 });
     expect(
       exits

@@ -1,4 +1,4 @@
-import { invalidArgument } from '@flodl/tensor-native';
+import { checkPositiveInteger } from '@flodl/tensor-native';
 
 /** A completed round, as the launcher-side host saw it. */
 export interface HostRound {
@@ -17,15 +17,12 @@ export interface HostRound {
 export const HOST_HISTORY_LIMIT = 10_000;
 
 /**
- * `limit` checked: an integer ≥ 1 (default {@link HOST_HISTORY_LIMIT}).
+ * `limit` checked: a positive integer (default {@link HOST_HISTORY_LIMIT}).
  *
  * @throws FlodlError ERR_INVALID_ARGUMENT otherwise
  */
 export function historyLimitOf(op: string, limit: number | undefined): number {
-  if (limit === undefined) return HOST_HISTORY_LIMIT;
-  if (!Number.isInteger(limit) || limit < 1)
-    throw invalidArgument(op, 'historyLimit', 'an integer ≥ 1', limit);
-  return limit;
+  return limit === undefined ? HOST_HISTORY_LIMIT : checkPositiveInteger(op, 'historyLimit', limit);
 }
 
 /**

@@ -67,7 +67,10 @@ export interface LaunchOptions {
    * pending handshakes). Default: the server's defaults, the idle drop at `livenessMs`.
    */
   server?: LaunchServerLimits;
-  /** Folder for death records. Default a fresh folder under the OS temp dir (removed after a clean run). */
+  /**
+   * Folder for death records. Default a fresh folder under the OS temp dir, kept only when
+   * the result (`lost`) or a `RankFailedError` names it, removed otherwise.
+   */
   recordDir?: string;
   /** Extra Node flags for every rank, e.g. `['--expose-gc']`. Default none. */
   nodeArgs?: readonly string[];

@@ -14,6 +14,14 @@
 // of its last WINDOW paced steps), and the difference between the period aimed at and the one
 // measured is carried to the next step, so a probe's idle and a cold step's extra time are paid
 // back. The medians ignore the odd slow step (a GC, a page fault).
+//
+// A probe's warm work leaves out the time the thread waited for a core (its run-queue wait, from
+// /proc/thread-self/schedstat on Linux): on a machine whose cores the ranks share with the
+// launcher and the control threads, that work lands on the core a slow rank leaves idle, and a
+// pace set from the wall time of the slow rank's steps would count it as the rank's own compute
+// and slow the rank further (on 2 cores, the MLP's slow rank went at about a quarter of its
+// speed alone rather than a half). Where the wait cannot be read, the warm work is wall time.
+import { openSync, readSync } from 'node:fs';
 import { Adam, type AdamOptions } from '@flodl/nn';
 
 /** Steps each median is taken over. */
@@ -34,13 +42,38 @@ export interface PacerClock {
   now(): number;
   /** Blocks the thread for `ms` without using CPU. */
   idle(ms: number): void;
+  /** Milliseconds the thread has waited for a core so far (0 where the system does not say). */
+  waited(): number;
+}
+
+/** The calling thread's run-queue wait so far, ms, from its schedstat (Linux); undefined elsewhere. */
+function schedWait(): (() => number) | undefined {
+  let fd: number;
+  try {
+    fd = openSync('/proc/thread-self/schedstat', 'r');
+  } catch {
+    return undefined;
+  }
+  const buffer = Buffer.alloc(96);
+  // "<ns on a core> <ns waiting on the run queue> <timeslices>"; a wait is booked when the
+  // thread gets its core back, so a running thread reads every wait up to now.
+  return () => {
+    const length = readSync(fd, buffer, 0, buffer.length, 0);
+    const fields = buffer.toString('latin1', 0, length).split(' ');
+    return Number(fields[1]) / 1e6;
+  };
 }
 
 const cell = new Int32Array(new SharedArrayBuffer(4));
+let readWait: (() => number) | undefined | null = null;
 const realClock: PacerClock = {
   now: () => performance.now(),
   idle: (ms) => {
     Atomics.wait(cell, 0, 0, ms);
+  },
+  waited: () => {
+    if (readWait === null) readWait = schedWait(); // opened on first use, by the pacing thread
+    return readWait === undefined ? 0 : readWait();
   },
 };
 
@@ -58,9 +91,13 @@ export class Pacer {
   #idle = 0;
   #probe = false;
   #start: number | undefined;
+  #waitedAtStart = 0;
   /** Idle inserted so far, ms. */
   idleMs = 0;
-  /** The warm work per step the pace is set from, ms (0 before the first probe, and at speed 1). */
+  /**
+   * The warm work per step the pace is set from, ms, less the thread's waits for a core (0 before
+   * the first probe, and at speed 1).
+   */
   get warmMs(): number {
     return this.#warm.length > 0 ? median(this.#warm) : 0;
   }
@@ -90,6 +127,7 @@ export class Pacer {
       }
     }
     this.#start = this.#clock.now();
+    if (this.#speed < 1 && this.#probe) this.#waitedAtStart = this.#clock.waited();
     return this.#idle;
   }
 
@@ -98,9 +136,12 @@ export class Pacer {
     if (this.#start === undefined || this.#speed === 1) return;
     const work = this.#clock.now() - this.#start;
     this.#start = undefined;
-    const times = this.#probe ? this.#warm : this.#cold;
-    times.push(work);
-    if (times.length > WINDOW) times.shift();
+    // A probe books its compute (what it would take with a core to itself); a paced step books
+    // its wall time, which is what the idle before the next one has to fill up to the period.
+    if (this.#probe) this.#warm.push(work - (this.#clock.waited() - this.#waitedAtStart));
+    else this.#cold.push(work);
+    if (this.#warm.length > WINDOW) this.#warm.shift();
+    if (this.#cold.length > WINDOW) this.#cold.shift();
     const period = median(this.#warm) / this.#speed;
     // Carried to the next step, bounded so a stall (a GC, a swap) is not paid back for long.
     this.#owed = Math.min(period, Math.max(-period, this.#owed + period - work - this.#idle));

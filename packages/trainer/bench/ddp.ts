@@ -13,8 +13,10 @@
 // time, from the forward's start to the optimizer step's end, of the steps it runs without idle
 // (the first three and every eighth), so data waits, barriers and averaging rounds are not
 // stretched, and a step slowed by the idle before it (cold caches) does not slow the rank below
-// s. It idles blocked in `Atomics.wait` on a SharedArrayBuffer: it uses no CPU while idle, so
-// the other ranks keep their cores, and it trains at s of its own pace, like a slower device.
+// s; the warm work leaves out the thread's waits for a core (Linux's run-queue wait), which on a
+// shared machine are other processes' work, not the rank's. It idles blocked in `Atomics.wait`
+// on a SharedArrayBuffer: it uses no CPU while idle, so the other ranks keep their cores, and it
+// trains at s of its own pace, like a slower device.
 // The fastest rank alone runs at the highest speed given.
 //
 // Each configuration runs in its own process (this script with `--run`), which is the

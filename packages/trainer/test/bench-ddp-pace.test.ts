@@ -1,12 +1,14 @@
 // The pacer of bench:ddp on a simulated clock: a rank at speed s must take warm / s per step,
 // where warm is its work run straight after the previous step, even when a step that follows an
-// idle runs slower (cold caches), as it does on real cores.
+// idle runs slower (cold caches), as it does on real cores, and when its steps wait for a core.
 import { describe, expect, it } from 'vitest';
 import { Pacer, type PacerClock } from '../bench/ddp-pace.js';
 
 /** A simulated thread: `idle` advances the clock, `work` advances it by the step's work. */
 class SimThread implements PacerClock {
   t = 0;
+  /** Run-queue wait so far. */
+  queued = 0;
   idled = false;
   now(): number {
     return this.t;
@@ -14,6 +16,9 @@ class SimThread implements PacerClock {
   idle(ms: number): void {
     this.t += ms;
     this.idled = true;
+  }
+  waited(): number {
+    return this.queued;
   }
 }
 
@@ -66,6 +71,25 @@ describe('bench:ddp pacer', () => {
     // After the 300 ms stall the rank idles less for at most one period's worth, then paces again.
     expect(periods.slice(201, 210).every((p) => p >= 10)).toBe(true);
     expect(mean(periods.slice(220))).toBeCloseTo(20, 0);
+  });
+
+  it('paces from the work without the waits for a core, and fills the period in wall time', () => {
+    // Each step computes 10 ms and waits 4 ms more for a core (another thread runs there).
+    const clock = new SimThread();
+    const pacer = new Pacer(0.5, clock);
+    const periods = run(pacer, clock, 400, () => {
+      clock.queued += 4;
+      return 14;
+    });
+    expect(pacer.warmMs).toBeCloseTo(10, 6);
+    expect(mean(periods.slice(40))).toBeCloseTo(20, 0);
+    // Where the waits leave no room for an idle, the rank runs flat out.
+    const crowded = new SimThread();
+    const flat = run(new Pacer(0.5, crowded), crowded, 100, () => {
+      crowded.queued += 15;
+      return 25;
+    });
+    expect(flat.slice(10).every((p) => p === 25)).toBe(true);
   });
 
   it('leaves a rank at speed 1 alone and refuses speeds outside (0, 1]', () => {

@@ -9,6 +9,7 @@ import {
   type TriggerInputs,
   throttleReason,
 } from '../src/coordinator/index.js';
+import type { EpochPlan } from '../src/wire/messages.js';
 import { Driver, trace } from './coordinator-driver.js';
 
 const BATCH = 32;
@@ -301,6 +302,64 @@ describe('epochs, metrics and callbacks', () => {
       expect(driver.plans(0)).toHaveLength(1);
       expect(driver.plans(1).map((plan) => plan.epoch)).toEqual(mode === 'NcclCadence' ? [] : [1]);
     }
+  });
+
+  it('with lookaheadBatches, sends a rank its next chunk as its chunk ends, and every sample once', () => {
+    const driver = new Driver({
+      worldSize: 2,
+      totalSamples: 3200,
+      batchSize: BATCH,
+      numEpochs: 2,
+      lookaheadBatches: 2,
+      elche: { mode: 'CpuCadence' },
+    });
+    driver.join();
+    const batches = (driver.plans(0)[0]?.partitionSize ?? 0) / BATCH;
+    driver.batches(0, batches - 3);
+    expect(driver.plans(0)).toHaveLength(1);
+    driver.batch(0); // two batches left
+    expect(driver.plans(0)).toHaveLength(2);
+    driver.batch(0);
+    expect(driver.plans(0)).toHaveLength(2); // one ahead at most
+    // The rank finishes its chunk (its last batch, then Metrics) and goes on with the one ahead.
+    driver.batch(0);
+    const first = (driver.plans(0) as EpochPlan[]).shift()!;
+    driver.feed({
+      type: 'Metrics',
+      rank: 0,
+      epoch: first.epoch,
+      avgLoss: 1,
+      batchesProcessed: batches,
+      epochMs: batches * 10,
+      samplesProcessed: first.partitionSize,
+      shareCompleteMs: batches * 10,
+      computeOnlyMs: batches * 10,
+      dataStarveMs: 0,
+      scalars: {},
+    });
+    expect(driver.plans(0)).toHaveLength(1);
+    // Run everything else to the end: each epoch is trained whole, each sample once.
+    for (let turn = 0; turn < 1000 && (driver.plans(0).length > 0 || driver.plans(1).length > 0); turn++) {
+      const rank = turn % 2;
+      if (driver.plans(rank).length > 0) driver.finishChunk(rank);
+      if (driver.noticed('AveragingStarted').length > driver.noticed('Averaged').length)
+        driver.completeRound();
+    }
+    expect(driver.noticed('EpochMetrics').map((notice) => notice.metrics.epoch)).toEqual([0, 1]);
+    for (const epoch of [0, 1]) {
+      const spans = [0, 1]
+        .flatMap((rank) => driver.sent('StartEpoch', rank))
+        .filter((command) => command.plan.epoch === epoch)
+        .map(({ plan }) => [plan.partitionOffset, plan.partitionOffset + plan.partitionSize])
+        .sort((left, right) => (left[0] as number) - (right[0] as number));
+      let covered = 0;
+      for (const [from, to] of spans) {
+        expect(from).toBe(covered);
+        covered = to as number;
+      }
+      expect(covered).toBe(3200);
+    }
+    expect(driver.sent('StartEpoch').length).toBeGreaterThan(4);
   });
 
   it('never aggregates epoch N + 1 before epoch N, even when a streamer finishes it first', () => {

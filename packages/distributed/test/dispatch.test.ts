@@ -235,6 +235,56 @@ describe('EpochDispatcher', () => {
     expect(dispatcher.nextChunk(0, context())).toBeDefined();
   });
 
+  it('hands a chunk ahead once the one in flight has lookaheadBatches left, one at most', () => {
+    const dispatcher = new EpochDispatcher({
+      worldSize: 2,
+      totalSamples: 32 * 100,
+      batchSize: 32,
+      numEpochs: 2,
+      progressive: true,
+      minChunkBatches: 4,
+      lookaheadBatches: 2,
+      streamAhead: false,
+    });
+    const ctx = context({ calibrated: true, counts: [10, 10] });
+    const [first] = dispatcher.startEpoch(0, ctx);
+    expect(first?.plan.partitionSize).toBe(320);
+    expect(dispatcher.readyRanks()).toEqual([]);
+    for (let batch = 0; batch < 7; batch++) dispatcher.noteBatch(0);
+    expect(dispatcher.endsSoon(0)).toBe(false); // 3 batches left
+    expect(dispatcher.nextChunk(0, ctx)).toBeUndefined();
+    dispatcher.noteBatch(0);
+    expect(dispatcher.readyRanks()).toEqual([0]);
+    const ahead = dispatcher.nextChunk(0, ctx);
+    expect(ahead).toEqual({ epoch: 0, partitionOffset: 320, partitionSize: 320 });
+    // Two in flight: no third, however far the first has gone.
+    dispatcher.noteBatch(0);
+    dispatcher.noteBatch(0);
+    expect(dispatcher.nextChunk(0, ctx)).toBeUndefined();
+    expect(dispatcher.inFlightBatches(0)).toBe(10);
+    // Unassigned 70, rank 1's first chunk 10, rank 0's two chunks less the 10 batches run.
+    expect(dispatcher.batchesLeft(0)).toBe(70 + 10 + 10);
+    // The first chunk's report leaves the one ahead in flight, none of it run yet.
+    dispatcher.complete(0, 0, 320);
+    expect(dispatcher.inFlightBatches(0)).toBe(10);
+    expect(dispatcher.nextChunk(0, ctx)).toBeUndefined();
+    for (let batch = 0; batch < 8; batch++) dispatcher.noteBatch(0);
+    expect(dispatcher.nextChunk(0, ctx)?.partitionOffset).toBe(640);
+    // A death returns both chunks it held to the pool.
+    expect(dispatcher.forfeit(0)).toBe(640);
+    expect(dispatcher.inFlightSamples(0)).toBe(0);
+  });
+
+  it('hands nothing ahead without lookaheadBatches (one chunk in flight, floDl)', () => {
+    const dispatcher = make(true);
+    const ctx = context({ calibrated: true, counts: [10, 10] });
+    const [first] = dispatcher.startEpoch(0, ctx);
+    for (let batch = 0; batch < first!.plan.partitionSize / 32; batch++) dispatcher.noteBatch(0);
+    expect(dispatcher.endsSoon(0)).toBe(false);
+    expect(dispatcher.readyRanks()).toEqual([]);
+    expect(dispatcher.nextChunk(0, ctx)).toBeUndefined();
+  });
+
   it('aggregates epoch N only when all its chunks are reported, in order', () => {
     const dispatcher = make(true);
     const ctx = context({ calibrated: true, counts: [50, 50] });

@@ -61,6 +61,13 @@ export interface CoordinatorOptions {
   minChunkBatches?: number;
   /** Chunked dispatch. Default: true for Cadence and Async, false for Sync. */
   progressive?: boolean;
+  /**
+   * Under chunked dispatch, a rank whose chunk in flight has this many batches or fewer left to
+   * run (by its step reports) gets its next chunk ahead, so it does not wait for it at the
+   * chunk's end: one chunk at most waits per rank. 0 keeps one chunk in flight per rank
+   * (floDl). Default 0.
+   */
+  lookaheadBatches?: number;
   /** CUDA device index per rank, for metrics. Default: the rank. */
   deviceIndices?: readonly number[];
   /** Continue a saved run (a checkpoint bundle's state) instead of starting at epoch 0. Default none. */
@@ -89,6 +96,7 @@ export interface CoordinatorConfig {
   readonly maxFailure: MaxFailureThreshold | undefined;
   readonly minChunkBatches: number;
   readonly progressive: boolean;
+  readonly lookaheadBatches: number;
   readonly deviceIndices: readonly number[];
   readonly resume: CoordinatorResume | undefined;
 }
@@ -117,6 +125,7 @@ const KNOWN_KEYS: readonly (keyof CoordinatorOptions)[] = [
   'maxFailure',
   'minChunkBatches',
   'progressive',
+  'lookaheadBatches',
   'deviceIndices',
   'resume',
 ];
@@ -187,6 +196,8 @@ export function resolveCoordinatorConfig(options: CoordinatorOptions): Coordinat
     raw.progressive === undefined
       ? !elche.mode.endsWith('Sync')
       : checkBoolean(OP, 'progressive', raw.progressive);
+  const lookaheadBatches =
+    raw.lookaheadBatches === undefined ? 0 : checkInteger(OP, 'lookaheadBatches', raw.lookaheadBatches, 0);
   const deviceIndices =
     raw.deviceIndices === undefined
       ? Array.from({ length: worldSize }, (_, rank) => rank)
@@ -216,6 +227,7 @@ export function resolveCoordinatorConfig(options: CoordinatorOptions): Coordinat
     maxFailure,
     minChunkBatches,
     progressive,
+    lookaheadBatches,
     deviceIndices,
     resume: raw.resume === undefined ? undefined : checkResume(raw.resume, numEpochs, totalSamples),
   });

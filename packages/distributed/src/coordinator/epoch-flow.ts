@@ -1,4 +1,5 @@
 import type { CoordinatorCore } from './coordinator-core.js';
+import type { DispatchContext } from './dispatch/dispatcher.js';
 import { aggregateEpochMetrics } from './metrics.js';
 import { maybeAverage } from './round-lifecycle.js';
 import { advanceTail } from './run-tail.js';
@@ -68,14 +69,25 @@ export function tryAggregate(core: CoordinatorCore): void {
   }
 }
 
-/** Hands a chunk to every live rank that has none in flight and is not held. */
+/**
+ * Hands a chunk to every live rank that is not held and has none in flight, or (with
+ * `lookaheadBatches`) whose one chunk is about to end.
+ */
 export function pump(core: CoordinatorCore): void {
   if (core.state !== 'running') return;
   const context = core.context();
-  // A rank with work in flight gets nothing: only the idle ones are visited.
-  for (const rank of core.dispatcher.idleRanks()) {
-    if (!core.membership.isLive(rank) || core.throttled[rank] || core.heldAtReduce(rank)) continue;
-    const plan = core.dispatcher.nextChunk(rank, context);
-    if (plan) core.send(rank, { type: 'StartEpoch', plan });
-  }
+  // A rank busy with its chunk gets nothing: only the ready ones are visited.
+  for (const rank of core.dispatcher.readyRanks()) handOut(core, rank, context);
+}
+
+/** A step report of `rank` came in: with `lookaheadBatches`, its next chunk may go out ahead. */
+export function pumpAhead(core: CoordinatorCore, rank: number): void {
+  if (core.state !== 'running' || !core.dispatcher.endsSoon(rank)) return;
+  handOut(core, rank, core.context());
+}
+
+function handOut(core: CoordinatorCore, rank: number, context: DispatchContext): void {
+  if (!core.membership.isLive(rank) || core.throttled[rank] || core.heldAtReduce(rank)) return;
+  const plan = core.dispatcher.nextChunk(rank, context);
+  if (plan) core.send(rank, { type: 'StartEpoch', plan });
 }

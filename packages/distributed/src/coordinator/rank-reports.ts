@@ -1,6 +1,6 @@
 import { throttleReasonOf } from './averaging/triggers.js';
 import type { CoordinatorCore } from './coordinator-core.js';
-import { pump, tryAggregate } from './epoch-flow.js';
+import { pump, pumpAhead, tryAggregate } from './epoch-flow.js';
 import type { RankReport } from './messages.js';
 import { finishRound, maybeAverage } from './round-lifecycle.js';
 import { advanceTail } from './run-tail.js';
@@ -18,6 +18,7 @@ export function onBatch(core: CoordinatorCore, input: Report<'Batch'>): void {
   // CPU ranks report the divergence of the consensus they applied on their next batch.
   core.divergence.record(rank, input.syncDivergence);
   maybeThrottle(core, rank);
+  pumpAhead(core, rank);
   maybeAverage(core);
 }
 

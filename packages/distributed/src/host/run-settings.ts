@@ -54,6 +54,8 @@ export interface RunSettings {
   heartbeatTimeoutMs?: number;
   maxFailure?: MaxFailureThreshold;
   progressive?: boolean;
+  /** `CoordinatorOptions.lookaheadBatches`: chunks handed out ahead when a rank's is about to end. */
+  lookaheadBatches?: number;
   model: ModelSignature;
 }
 
@@ -110,6 +112,9 @@ function checkRunSettings(value: unknown): RunSettings | string {
   for (const key of ['totalSamples', 'batchSize', 'numEpochs', 'seed'] as const) {
     if (!Number.isSafeInteger(settings[key]) || (settings[key] as number) < 0) return `bad ${key}`;
   }
+  const lookahead = settings.lookaheadBatches;
+  if (lookahead !== undefined && (!Number.isSafeInteger(lookahead) || (lookahead as number) < 0))
+    return 'bad lookaheadBatches';
   const model = settings.model as Record<string, unknown> | undefined;
   if (
     typeof model !== 'object' ||
@@ -154,6 +159,7 @@ export function coordinatorOptionsFor(settings: RunSettings, worldSize: number):
     heartbeatTimeoutMs: settings.heartbeatTimeoutMs,
     maxFailure: settings.maxFailure,
     progressive: settings.progressive,
+    lookaheadBatches: settings.lookaheadBatches,
   };
   return {
     worldSize,

@@ -226,6 +226,10 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       dataMs: state.lastDataMs,
       ...(paramNorm === undefined ? {} : { paramNorm }),
     });
+    // The coordinator sends the next chunk once the reports show this many batches left.
+    const lookahead = this.#options.lookaheadBatches ?? 0;
+    if (lookahead > 0 && Math.ceil(state.picks.length / this.batchSize) - state.booked === lookahead)
+      session.control.flush();
     const lr = this.optimizer.getLr();
     if (lr !== this.#lastLr) {
       this.#lastLr = lr;

@@ -54,6 +54,13 @@ export interface RankRuntimeOptions<M extends AnyModule = AnyModule> {
   callbacks?: RuntimeCallbacks<M>;
   /** Hears every step after it is booked (a progress display, a metrics log). Default none. */
   onStep?: (step: RuntimeStep) => void;
+  /**
+   * The run's `lookaheadBatches` (cluster ranks): the coordinator hands this rank its next chunk
+   * once its chunk has this many batches left, so the step reports the report hold keeps back
+   * go out at that step, for the coordinator to hear of it in time. Default 0 (none held back
+   * for it).
+   */
+  lookaheadBatches?: number;
   /** The rank's link to the coordinator; absent on a single device. */
   session?: DistributedSession;
   /** Stem of the run's checkpoint bundles (`saveBundle`). Default none. */

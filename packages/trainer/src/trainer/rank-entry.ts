@@ -10,6 +10,7 @@ import {
   DistributedSession,
   encodeRunSettings,
   installDeathRecord,
+  type LaunchMode,
   RECORD_DIR_ENV,
   type RunSettings,
   writeDeathRecord,
@@ -38,6 +39,19 @@ export function trainedStatePath(directory: string, rank: number): string {
   return join(directory, `trained-rank${rank}.safetensors`);
 }
 
+/**
+ * Batches left in a rank's chunk at which the coordinator hands out its next one, in the CPU
+ * backend's chunked modes: the chunk's round trip through the launcher (a few ms on a machine
+ * whose cores the ranks keep busy) then overlaps the chunk's last steps instead of idling the
+ * rank between two chunks.
+ */
+export const CHUNK_LOOKAHEAD_BATCHES = 3;
+
+/** The `lookaheadBatches` a run in `mode` announces (none where dispatch is not chunked). */
+function chunkLookahead(mode: LaunchMode): number | undefined {
+  return mode === 'CpuCadence' || mode === 'CpuAsync' ? CHUNK_LOOKAHEAD_BATCHES : undefined;
+}
+
 /** @internal The settings this rank announces (what the coordinator plans with). */
 export function runSettingsFor<M extends AnyModule>(spec: RunSpec<M>, model: M): RunSettings {
   const options = spec.options;
@@ -52,6 +66,7 @@ export function runSettingsFor<M extends AnyModule>(spec: RunSpec<M>, model: M):
     epochCallback: options.epochFn ? true : undefined,
     heartbeatTimeoutMs: options.heartbeatTimeoutMs,
     maxFailure: options.maxFailure,
+    lookaheadBatches: chunkLookahead(options.mode),
   };
   return {
     mode: options.mode,
@@ -170,6 +185,7 @@ export async function joinClusterRank<M extends AnyModule>(
     ...(options.savePath === undefined ? {} : { savePath: options.savePath }),
     ...(options.keepLast === undefined ? {} : { keepLast: options.keepLast }),
     ...(observer.step ? { onStep: observer.step } : {}),
+    ...(chunkLookahead(options.mode) === undefined ? {} : { lookaheadBatches: chunkLookahead(options.mode) }),
   });
   runtime = created;
   // Every rank loads the same weights, its own optimizer state (the writer's when the bundle

@@ -216,6 +216,11 @@ export class ChunkPool {
     return this.#chunksSent[rank] ?? 0;
   }
 
+  /** How many of `rank`'s chunks are dispatched and not completed. */
+  outstandingChunks(rank: number): number {
+    return this.#outstanding[rank]?.length ?? 0;
+  }
+
   /** `rank`'s dispatched-but-uncompleted ranges, oldest first. */
   outstanding(rank: number): readonly SampleRange[] {
     return [...(this.#outstanding[rank] ?? [])];

@@ -28,6 +28,12 @@ export interface EpochDispatcherOptions {
   /** Chunked dispatch (Cadence/Async); false hands out whole partitions (Sync). */
   readonly progressive: boolean;
   readonly minChunkBatches: number;
+  /**
+   * A rank whose one chunk in flight has this many batches or fewer left (by its batch reports)
+   * may be handed its next chunk ahead: at most two in flight, the second waiting. 0 (the
+   * default) keeps one chunk in flight per rank.
+   */
+  readonly lookaheadBatches?: number;
   /** A rank may stream one epoch ahead once the active pool is drained (CpuCadence, CpuAsync). */
   readonly streamAhead: boolean;
 }
@@ -46,8 +52,10 @@ export interface Extension {
  * Each epoch gets a {@link ChunkPool} over `floor(N/batch)·batch` samples with per-rank
  * reservation spans. Without progressive dispatch (Sync) every live rank receives its whole
  * span at the epoch's start. With it, each rank holds at most one chunk in flight and asks for
- * the next when it reports the previous one; chunk sizes follow {@link chunkBatches}. Epoch N
- * is aggregated only once its pool is complete and every earlier epoch has been aggregated.
+ * the next when it reports the previous one (or, with `lookaheadBatches`, gets it ahead when
+ * its chunk is about to end: then one more waits); chunk sizes follow {@link chunkBatches}.
+ * Epoch N is aggregated only once its pool is complete and every earlier epoch has been
+ * aggregated.
  */
 export class EpochDispatcher {
   readonly options: EpochDispatcherOptions;
@@ -144,7 +152,9 @@ export class EpochDispatcher {
    * progressive, its epoch is drained (and it may not stream ahead), or the run is over.
    */
   nextChunk(rank: number, context: DispatchContext): EpochPlan | undefined {
-    if (!this.options.progressive || !context.live[rank] || this.inFlightSamples(rank) > 0) return undefined;
+    if (!this.options.progressive || !context.live[rank]) return undefined;
+    const idle = this.inFlightSamples(rank) === 0;
+    if (!idle && !this.endsSoon(rank)) return undefined;
     const epoch = this.#servingEpoch(context);
     if (epoch === undefined) return undefined;
     const pool = this.#ensurePool(epoch, context);
@@ -171,8 +181,31 @@ export class EpochDispatcher {
     const range = pool.takeChunk(batches * batchSize, rank, this.options.minChunkBatches * batchSize);
     if (!range) return undefined;
     this.#idle.delete(rank);
-    this.#doneInFlight[rank] = 0;
+    // Batches reported count against the oldest work in flight: a chunk ahead leaves them.
+    if (idle) this.#doneInFlight[rank] = 0;
     return { epoch, partitionOffset: range.offset, partitionSize: range.size };
+  }
+
+  /**
+   * True when `rank` holds exactly one chunk, with `lookaheadBatches` or fewer of its batches
+   * left to run: its next chunk may go out ahead.
+   */
+  endsSoon(rank: number): boolean {
+    const lookahead = this.options.lookaheadBatches ?? 0;
+    if (lookahead <= 0 || !this.options.progressive) return false;
+    let chunks = 0;
+    for (const pool of this.#pools.values()) chunks += pool.outstandingChunks(rank);
+    return chunks === 1 && this.inFlightBatches(rank) <= lookahead;
+  }
+
+  /** Ranks a chunk can go to now, ascending: those with none in flight, and those whose chunk {@link endsSoon}. */
+  readyRanks(): number[] {
+    const ready = this.idleRanks();
+    if ((this.options.lookaheadBatches ?? 0) <= 0) return ready;
+    for (let rank = 0; rank < this.options.worldSize; rank++) {
+      if (!this.#idle.has(rank) && this.endsSoon(rank)) ready.push(rank);
+    }
+    return ready.sort((left, right) => left - right);
   }
 
   /** True when {@link EpochDispatcher.nextChunk} would find samples for `rank` (ignoring its in-flight chunk). */
@@ -219,10 +252,17 @@ export class EpochDispatcher {
   batchesLeft(epoch: number): number {
     const pool = this.#pools.get(epoch);
     if (!pool) return 0;
-    let left = pool.remaining() / this.options.batchSize;
-    // One chunk in flight per rank, so a rank holding one of this pool's runs nothing else.
-    for (let rank = 0; rank < this.options.worldSize; rank++)
-      if (pool.inFlight(rank) > 0) left += this.inFlightBatches(rank);
+    const { batchSize } = this.options;
+    let left = pool.remaining() / batchSize;
+    for (let rank = 0; rank < this.options.worldSize; rank++) {
+      if (pool.inFlight(rank) === 0) continue;
+      // A rank runs its chunks in dispatch order, older epochs first: its reported batches
+      // go to the earlier epochs' work before this one's.
+      let done = this.#doneInFlight[rank] ?? 0;
+      for (const other of this.#pools.values())
+        if (other.epoch < epoch) done -= other.inFlight(rank) / batchSize;
+      left += Math.max(0, pool.inFlight(rank) / batchSize - Math.max(0, done));
+    }
     return left;
   }
 

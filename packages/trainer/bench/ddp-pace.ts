@@ -127,7 +127,7 @@ export class Pacer {
       }
     }
     this.#start = this.#clock.now();
-    if (this.#speed < 1 && this.#probe) this.#waitedAtStart = this.#clock.waited();
+    if (this.#probe) this.#waitedAtStart = this.#clock.waited();
     return this.#idle;
   }
 

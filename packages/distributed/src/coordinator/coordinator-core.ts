@@ -99,7 +99,7 @@ export class CoordinatorCore {
       numEpochs: this.config.numEpochs,
       progressive: this.config.progressive,
       minChunkBatches: this.config.minChunkBatches,
-      lookaheadBatches: this.config.progressive ? this.config.lookaheadBatches : 0,
+      lookaheadBatches: this.config.lookaheadBatches,
       // The CPU backend's chunked modes stream into the next epoch (floDl): a rank done with
       // its share goes on instead of waiting for the epoch's last chunk. A collective cannot
       // (every rank must enter it), nor can Sync's lockstep.

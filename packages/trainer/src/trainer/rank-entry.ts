@@ -45,7 +45,7 @@ export function trainedStatePath(directory: string, rank: number): string {
  * whose cores the ranks keep busy) then overlaps the chunk's last steps instead of idling the
  * rank between two chunks.
  */
-export const CHUNK_LOOKAHEAD_BATCHES = 3;
+const CHUNK_LOOKAHEAD_BATCHES = 3;
 
 /** The `lookaheadBatches` a run in `mode` announces (none where dispatch is not chunked). */
 function chunkLookahead(mode: LaunchMode): number | undefined {
@@ -140,6 +140,7 @@ export async function joinClusterRank<M extends AnyModule>(
   // Checked before joining: a bundle that cannot be read fails this rank alone, at once.
   const bundle = options.resumeFrom === undefined ? undefined : readCheckpoint(options.resumeFrom);
   const { model, optimizer } = buildRank(spec, role.device);
+  const settings = runSettingsFor(spec, model);
   const early: CoordinatorMessage[] = [];
   const trace = process.env[TRACE_DIR_ENV];
   let runtime: RankRuntime<M> | undefined;
@@ -155,7 +156,7 @@ export async function joinClusterRank<M extends AnyModule>(
     },
     ...(observer.beforeAverage ? { onBeforeAverage: observer.beforeAverage } : {}),
     mode: options.mode,
-    capabilities: encodeRunSettings(runSettingsFor(spec, model)),
+    capabilities: encodeRunSettings(settings),
     // Unset: twice the run's liveness setting (FLODL_LIVENESS_MS), 60 s by default.
     ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
     onControl: (message) => {
@@ -185,7 +186,8 @@ export async function joinClusterRank<M extends AnyModule>(
     ...(options.savePath === undefined ? {} : { savePath: options.savePath }),
     ...(options.keepLast === undefined ? {} : { keepLast: options.keepLast }),
     ...(observer.step ? { onStep: observer.step } : {}),
-    ...(chunkLookahead(options.mode) === undefined ? {} : { lookaheadBatches: chunkLookahead(options.mode) }),
+    // The rank hands its held reports over in time for the lookahead it announced.
+    ...(settings.lookaheadBatches === undefined ? {} : { lookaheadBatches: settings.lookaheadBatches }),
   });
   runtime = created;
   // Every rank loads the same weights, its own optimizer state (the writer's when the bundle

@@ -38,8 +38,10 @@ async function finished(config: Record<string, unknown>): Promise<ScriptResult> 
 /** A run stopped after its first epoch: its bundle at `savePath`, checked for a mid-epoch cluster save. */
 async function stoppedRun(mode: LaunchMode, savePath: string): Promise<CheckpointMeta> {
   // The ranks slow down two steps into the second epoch, so the stop sent after the first
-  // epoch's metrics lands mid-epoch on a loaded machine too (fast ranks could end the run first).
-  const slow = { stepDelayMs: [40, 40, 40], stepDelayFrom: SAMPLES / BATCH / 3 + 2 };
+  // epoch's metrics lands mid-run on a loaded machine too (fast ranks could end the run first).
+  // Host modes send it with the next round, or after 3 s when none starts: the slowed rest of
+  // the run (about 20 steps a rank) outlasts that wait.
+  const slow = { stepDelayMs: [250, 250, 250], stepDelayFrom: SAMPLES / BATCH / 3 + 2 };
   await finished({ ...base, ...slow, mode, savePath, stopAfterEpoch: 0 });
   const bundle = readCheckpoint(savePath);
   expect(bundle.meta).toMatchObject({ reason: 'stop', mode, worldSize: 3, live: [0, 1, 2], lost: [] });

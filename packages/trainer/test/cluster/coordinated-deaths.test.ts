@@ -146,7 +146,7 @@ describe('host modes: a rank dies, the survivors finish (elastic)', () => {
     // partition when round 3 asked) went to the survivors.
     checkExtension(result, records);
     expect(result.elapsedMs).toBeLessThan(20_000);
-  }, 30_000);
+  }, 90_000);
 
   it('CpuSync: the slow rank 2 dies in round 3 with batches left; round 3 may have had no survivor step', async () => {
     // Rank 2 steps 30× slower: the survivors finish their epoch-0 partitions early and wait, so
@@ -162,20 +162,20 @@ describe('host modes: a rank dies, the survivors finish (elastic)', () => {
       expect(survivor.post).toEqual((round.totalMass ?? 0) === 0 ? survivor.pre : survivorRounds[0]!.post);
     expect(checkExtension(result, records)).toBeGreaterThan(0);
     expect(result.elapsedMs).toBeLessThan(20_000);
-  }, 30_000);
+  }, 90_000);
 
   it('CpuCadence: rank 1 is SIGKILLed after 8 steps; the survivors take over its chunks', async () => {
     const result = await run('CpuCadence', { rank: 1, how: 'kill', atStep: 8 });
     checkSurvivors('CpuCadence', result, 1);
     expect(result.result?.lost[0]).toMatchObject({ exitCode: null, signal: 'SIGKILL' });
     expect(result.elapsedMs).toBeLessThan(20_000);
-  }, 30_000);
+  }, 90_000);
 
   it('CpuAsync: rank 2 is SIGKILLed after 8 steps', async () => {
     const result = await run('CpuAsync', { rank: 2, how: 'kill', atStep: 8 });
     checkSurvivors('CpuAsync', result, 2);
     expect(result.elapsedMs).toBeLessThan(20_000);
-  }, 30_000);
+  }, 90_000);
 });
 
 describe.skipIf(noGloo)(
@@ -191,7 +191,7 @@ describe.skipIf(noGloo)(
         expect(record.sessions).toEqual([{ newRank: index, newWorldSize: 2 }]);
       }
       expect(result.elapsedMs).toBeLessThan(20_000);
-    }, 30_000);
+    }, 90_000);
 
     it('NcclCadence: rank 0, the rendezvous host, exits non-zero after 8 steps', async () => {
       const result = await run('NcclCadence', { rank: 0, how: 'exit', atStep: 8 });
@@ -201,7 +201,7 @@ describe.skipIf(noGloo)(
         [{ newRank: 1, newWorldSize: 2 }],
       ]);
       expect(result.elapsedMs).toBeLessThan(20_000);
-    }, 30_000);
+    }, 90_000);
 
     it('NcclCadence, 2 ranks: the single survivor is told to save and exits cleanly within seconds', async () => {
       const result = await run('NcclCadence', { rank: 1, how: 'kill', atStep: 10 }, { nproc: 2 });
@@ -212,7 +212,7 @@ describe.skipIf(noGloo)(
       expect(result.result?.ranks.map((rank) => rank.outcome)).toEqual(['ok', 'failed']);
       // Out within seconds: no wait on a collective or a session timeout (30 s).
       expect(result.elapsedMs).toBeLessThan(15_000);
-    }, 30_000);
+    }, 90_000);
   },
 );
 
@@ -236,7 +236,7 @@ describe('failure policies', () => {
     const saves = [...result.records.values()].map((record) => record.saveRequested);
     expect(saves.sort()).toEqual(['MaxFailureExceeded', null]);
     expect(result.elapsedMs).toBeLessThan(20_000);
-  }, 30_000);
+  }, 90_000);
 
   it('without elastic a dying rank still stops the others and fails the run fast', async () => {
     const result = await run('CpuCadence', { rank: 2, how: 'kill', atStep: 10 }, { elastic: false });
@@ -248,5 +248,5 @@ describe('failure policies', () => {
     expect(error.stoppedRanks).toEqual([0, 1]);
     expect(result.records.size).toBe(0);
     expect(result.elapsedMs).toBeLessThan(15_000);
-  }, 30_000);
+  }, 90_000);
 });

@@ -197,6 +197,10 @@ describe('flodl launch (bin)', () => {
     expect(result.stderr).toContain(
       'flodl: [ERR_RANK_FAILED] launch: 1 of 2 ranks failed; root cause: rank 1',
     );
+    // The error names the death records it keeps for the post-mortem.
+    const recordDir = /death records: (\S+)/.exec(result.stderr)?.[1] as string;
+    expect(readdirSync(recordDir)).toContain('rank1.death.json');
+    rmSync(recordDir, { recursive: true, force: true });
   });
 
   it('answers bad flags with a usage error and exit code 2', () => {

@@ -1,6 +1,7 @@
-import { copyFileSync, existsSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { gzipSync } from 'node:zlib';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { liveTensorCount, tidy } from '@flodl/tensor-native';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DataLoader, FashionMnist } from '../src/data/index.js';
@@ -87,13 +88,23 @@ describe.skipIf(!installed)(title, () => {
   });
 
   it('reads raw (uncompressed) copies too', () => {
-    const folder = temporaryFolder('fashion');
-    for (const name of ['t10k-images-idx3-ubyte', 't10k-labels-idx1-ubyte']) {
-      copyFileSync(join(root, `${name}.gz`), join(folder, `${name}.gz`));
+    const folder = mkdtempSync(join(tmpdir(), 'flodl-fashion-'));
+    try {
+      for (const name of ['t10k-images-idx3-ubyte', 't10k-labels-idx1-ubyte']) {
+        const source = join(root, name);
+        if (existsSync(source)) copyFileSync(source, join(folder, name));
+        else writeFileSync(join(folder, name), gunzipSync(readFileSync(`${source}.gz`)));
+      }
+      const copy = new FashionMnist({ root: folder, split: 'test' });
+      expect(copy.length).toBe(10000);
+      const [images, labels] = copy.getBatch([0, 1, 2]);
+      expect(labels!.toArray()).toEqual([9, 2, 1]);
+      images!.dispose();
+      labels!.dispose();
+      copy.dispose();
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
     }
-    const copy = new FashionMnist({ root: folder, split: 'test' });
-    expect(copy.length).toBe(10000);
-    copy.dispose();
   });
 });
 

@@ -2,7 +2,7 @@
 // processes are real, and talk over loopback sockets.
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -231,6 +231,10 @@ describe.concurrent('Trainer clusters: speeds, failures, bad use', () => {
       expect(saved.meta.worldSize).toBe(3);
       expect(saved.optimizers.size).toBe(1);
       expect([...saved.optimizers.keys()][0]).not.toBe(2);
+      // The run's ERR_RANK_FAILED names the death records it keeps: the failed rank's is there.
+      const recordDir = /death records: (\S+)/.exec(stderr)?.[1] as string;
+      expect(existsSync(join(recordDir, 'rank2.death.json')), stderr).toBe(true);
+      rmSync(recordDir, { recursive: true, force: true });
     } finally {
       rmSync(folder, { recursive: true, force: true });
     }
@@ -246,6 +250,12 @@ describe.concurrent('Trainer clusters: speeds, failures, bad use', () => {
     });
     expect(status).not.toBe(0);
     expect(stderr).toMatch(/rank \d cannot join the run rank \d formed: its model differs in structure/);
+    const recordDir = /death records: (\S+)/.exec(stderr)?.[1] as string;
+    expect(
+      readdirSync(recordDir).some((file) => file.endsWith('.death.json')),
+      stderr,
+    ).toBe(true);
+    rmSync(recordDir, { recursive: true, force: true });
   });
 });
 

@@ -14,6 +14,7 @@ import {
   isCollectiveMode,
   launch,
   PROCESS_GROUP_PORT_ENV,
+  RankFailedError,
 } from '@flodl/distributed';
 import { readSafetensors } from '@flodl/nn';
 import { FlodlError, fromBytes, type Tensor } from '@flodl/tensor-native';
@@ -72,6 +73,7 @@ export async function runLauncher<M extends AnyModule>(
   // their own state from the same bundle).
   const resume = options.resumeFrom === undefined ? undefined : resumeStateOf(options.resumeFrom);
   let stopping = false;
+  let keepRecords = false;
   try {
     const allCuda = options.devices.every((device) => device.startsWith('cuda'));
     const result = await launch({
@@ -132,10 +134,14 @@ export async function runLauncher<M extends AnyModule>(
     const state = finalState(host, recordDir, survivors, isCollectiveMode(options.mode));
     outcome = 'Completed';
     return { ...state, lost: result.lost };
+  } catch (error) {
+    // The error names this folder's death records as the run's post-mortem: they stay.
+    if (error instanceof RankFailedError && error.recordDir === recordDir) keepRecords = true;
+    throw error;
   } finally {
     host?.detach();
     await monitor.close(outcome);
-    rmSync(recordDir, { recursive: true, force: true });
+    if (!keepRecords) rmSync(recordDir, { recursive: true, force: true });
   }
 }
 

@@ -103,7 +103,9 @@ export async function runScenario(
   };
   const child = spawn(process.execPath, ['--import', 'tsx', script, JSON.stringify(full)], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, FLODL_PROGRESS: '0' },
+    // The run's temporary folders (the launcher's death records, kept after a failure, or
+    // left by a killed launcher) land in the scenario's folder, removed with it.
+    env: { ...process.env, FLODL_PROGRESS: '0', TMPDIR: dir },
   });
   let stderr = '';
   child.stderr.on('data', (chunk) => {

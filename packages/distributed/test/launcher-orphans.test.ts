@@ -45,7 +45,8 @@ describe('orphan protection', () => {
       ['--import', resolveTsx(driver).loaderUrl, driver, folder, variant],
       {
         stdio: 'ignore',
-        env: process.env,
+        // A SIGKILLed launcher cannot remove its record directory: it goes in `folder`, removed here.
+        env: { ...process.env, TMPDIR: folder },
       },
     );
     const records: RankRecord[] = [];

@@ -195,6 +195,13 @@ describe('Trainer on one device', () => {
     expect(
       caught(() => builder().dataset(regression(8)).batchSize(4).numEpochs(1).livenessMs(100).run()).message,
     ).toMatch(/livenessMs[\s\S]*≥ 500/);
+    const ready = () => builder().dataset(regression(8)).batchSize(4).numEpochs(1);
+    expect(caught(() => ready().lookaheadBatches(-1).run()).message).toMatch(
+      /lookaheadBatches[\s\S]*an integer >= 0/,
+    );
+    expect(caught(() => ready().mode('CpuSync').lookaheadBatches(2).run()).message).toMatch(
+      /0 in CpuSync, which hands out no chunks/,
+    );
     expect(caught(() => Trainer.builder(null as never, null as never, null as never)).code).toBe(
       'ERR_INVALID_ARGUMENT',
     );

@@ -183,6 +183,13 @@ export class TrainerBuilder<M extends AnyModule = AnyModule> {
     return this.#set('prefetch', batches);
   }
   /**
+   * CpuCadence and CpuAsync: a rank whose chunk has this many batches left gets its next chunk
+   * at once, so it never idles between two. 0 keeps floDl's one chunk in flight. Default 3.
+   */
+  lookaheadBatches(batches: number): this {
+    return this.#set('lookaheadBatches', batches);
+  }
+  /**
    * Capture each rank's step (forward, loss, backward, clipping, update) into a CUDA graph and
    * replay it per batch: one launch per step for small models. CUDA devices, static shapes
    * (a last partial batch trains eagerly), and an optimizer that updates on the device (SGD;

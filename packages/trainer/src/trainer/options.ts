@@ -62,6 +62,12 @@ export interface TrainerOptions<M extends AnyModule = AnyModule> {
    */
   livenessMs?: number;
   prefetch?: number;
+  /**
+   * Chunked dispatch (CpuCadence, CpuAsync): a rank whose chunk has this many batches left gets
+   * its next chunk at once, so it never idles between two (`CoordinatorOptions.lookaheadBatches`).
+   * 0 keeps floDl's one chunk in flight. Default 3 in those modes; other modes take 0 only.
+   */
+  lookaheadBatches?: number;
   resident?: boolean | 'auto';
   /** Capture each rank's training step into a CUDA graph (`CapturedStep`); CUDA devices only. */
   cudaGraph?: boolean;
@@ -105,6 +111,7 @@ export const TRAINER_OPTION_KEYS = [
   'heartbeatTimeoutMs',
   'livenessMs',
   'prefetch',
+  'lookaheadBatches',
   'resident',
   'cudaGraph',
   'timeoutMs',
@@ -297,6 +304,7 @@ export function resolveTrainerOptions<M extends AnyModule>(
   if (options.prefetch !== undefined && (!Number.isSafeInteger(options.prefetch) || options.prefetch < 0)) {
     throw invalidArgument(`${OP}.prefetch`, 'prefetch', 'an integer >= 0', options.prefetch);
   }
+  checkLookahead(options.lookaheadBatches, mode);
   checkMonitorOptions(options);
   const { maxFailure: _given, ...rest } = options;
   return {
@@ -311,6 +319,24 @@ export function resolveTrainerOptions<M extends AnyModule>(
     ...(maxFailure ? { maxFailure } : {}),
   };
 }
+
+/** `lookaheadBatches`: an integer >= 0, above 0 only where chunks are handed out. */
+function checkLookahead(batches: number | undefined, mode: LaunchMode): void {
+  if (batches === undefined) return;
+  if (!Number.isSafeInteger(batches) || batches < 0)
+    throw invalidArgument(`${OP}.lookaheadBatches`, 'lookaheadBatches', 'an integer >= 0', batches);
+  if (batches > 0 && !CHUNKED_MODES.includes(mode)) {
+    throw invalidArgument(
+      `${OP}.lookaheadBatches`,
+      'lookaheadBatches',
+      `0 in ${mode}, which hands out no chunks (CpuCadence and CpuAsync do)`,
+      batches,
+    );
+  }
+}
+
+/** @internal The modes whose coordinator hands out chunks of an epoch as ranks ask (progressive dispatch). */
+export const CHUNKED_MODES: readonly LaunchMode[] = ['CpuCadence', 'CpuAsync'];
 
 /** `savePath`, `resumeFrom`, `checkpointAtEpoch`, `keepLast`. */
 function checkBundleOptions(

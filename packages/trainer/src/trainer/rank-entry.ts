@@ -23,7 +23,7 @@ import { RankRuntime, type RuntimeStep } from '../runtime/rank-runtime.js';
 import type { AnyModule, TrainedState } from '../runtime/types.js';
 import { buildRank, callbacksOf, warnCallback } from './build-rank.js';
 import type { TrainedRun } from './handle.js';
-import { refuseClusterBundleOptions } from './options.js';
+import { CHUNKED_MODES, refuseClusterBundleOptions } from './options.js';
 import type { RankRole } from './role.js';
 import type { RunSpec } from './spec.js';
 
@@ -43,13 +43,13 @@ export function trainedStatePath(directory: string, rank: number): string {
  * Batches left in a rank's chunk at which the coordinator hands out its next one, in the CPU
  * backend's chunked modes: the chunk's round trip through the launcher (a few ms on a machine
  * whose cores the ranks keep busy) then overlaps the chunk's last steps instead of idling the
- * rank between two chunks.
+ * rank between two chunks. The `lookaheadBatches` option overrides it.
  */
 const CHUNK_LOOKAHEAD_BATCHES = 3;
 
 /** The `lookaheadBatches` a run in `mode` announces (none where dispatch is not chunked). */
 function chunkLookahead(mode: LaunchMode): number | undefined {
-  return mode === 'CpuCadence' || mode === 'CpuAsync' ? CHUNK_LOOKAHEAD_BATCHES : undefined;
+  return CHUNKED_MODES.includes(mode) ? CHUNK_LOOKAHEAD_BATCHES : undefined;
 }
 
 /** @internal The settings this rank announces (what the coordinator plans with). */
@@ -66,7 +66,7 @@ export function runSettingsFor<M extends AnyModule>(spec: RunSpec<M>, model: M):
     epochCallback: options.epochFn ? true : undefined,
     heartbeatTimeoutMs: options.heartbeatTimeoutMs,
     maxFailure: options.maxFailure,
-    lookaheadBatches: chunkLookahead(options.mode),
+    lookaheadBatches: options.lookaheadBatches ?? chunkLookahead(options.mode),
   };
   return {
     mode: options.mode,

@@ -5,6 +5,7 @@
 // `@flodl/distributed/wire` and `@flodl/distributed/coordinator`.
 
 export type { ElCheConfigOptions, ElCheMode, SpeedHint } from './coordinator/config.js';
+export { isChunkedMode } from './coordinator/config.js';
 export type { CoordinatorOptions } from './coordinator/coordinator-config.js';
 export type { ElCheState } from './coordinator/el-che/el-che.js';
 export type {

@@ -6,6 +6,7 @@ import {
   ElChe,
   ElCheConfig,
   type ElCheConfigOptions,
+  isChunkedMode,
   policyOf,
   resolveCoordinatorConfig,
 } from '../src/coordinator/index.js';
@@ -110,6 +111,13 @@ describe('coordinator config', () => {
       progressive: true,
     });
     expect(resolveCoordinatorConfig({ ...base, elche: { mode: 'CpuSync' } }).progressive).toBe(false);
+    // The default is isChunkedMode's answer for the run's mode.
+    for (const mode of EL_CHE_MODES) {
+      expect(resolveCoordinatorConfig({ ...base, elche: { mode } }).progressive, mode).toBe(
+        isChunkedMode(mode),
+      );
+    }
+    expect(EL_CHE_MODES.filter(isChunkedMode)).toEqual(['NcclCadence', 'CpuCadence', 'CpuAsync']);
   });
 
   it('scales network deadlines (floor 0.1) but not the beacon', () => {

@@ -1,5 +1,5 @@
 // What a Trainer rank announces to the coordinator about chunk lookahead: 3 batches by default
-// where chunks are handed out, the option's value when set, nothing in the other modes.
+// in the CPU backend's chunked modes, the option's value when set, nothing otherwise.
 import { mseLoss } from '@flodl/autograd';
 import type { LaunchMode } from '@flodl/distributed';
 import { Linear, SGD } from '@flodl/nn';
@@ -41,9 +41,10 @@ describe('a Trainer rank announces its chunk lookahead', () => {
     expect(announced('CpuAsync', 5)).toBe(5);
   });
 
-  it('none in the modes without chunks; 0 is accepted there', () => {
+  it('none in the modes without chunks (0 accepted there), nor by default in NcclCadence', () => {
     expect(announced('CpuSync')).toBeUndefined();
-    expect(announced('NcclCadence')).toBeUndefined();
     expect(announced('CpuSync', 0)).toBe(0);
+    expect(announced('NcclCadence')).toBeUndefined();
+    expect(announced('NcclCadence', 2)).toBe(2);
   });
 });

@@ -25,6 +25,15 @@ export const EL_CHE_MODES: readonly ElCheMode[] = [
 ];
 
 /**
+ * True for the modes whose coordinator hands out each epoch in chunks as the ranks ask
+ * (progressive dispatch, `CoordinatorOptions.progressive`'s default): every mode but the Sync
+ * ones, which split each epoch into whole partitions.
+ */
+export function isChunkedMode(mode: ElCheMode): boolean {
+  return !mode.endsWith('Sync');
+}
+
+/**
  * When to average (floDl `ApplyPolicy`): `Sync` after every step, `Cadence` when the slowest
  * rank has spent the anchor's wall time, `Async` when every rank has done its batch count.
  */

@@ -1,5 +1,5 @@
 import { FlodlError, invalidArgument } from '@flodl/tensor-native';
-import { ElCheConfig, type ElCheConfigOptions } from './config.js';
+import { ElCheConfig, type ElCheConfigOptions, isChunkedMode } from './config.js';
 import { MIN_CHUNK_BATCHES } from './dispatch/chunk-sizing.js';
 import type { MaxFailureThreshold } from './membership.js';
 import { type CoordinatorResume, checkResume } from './resume.js';
@@ -194,7 +194,7 @@ export function resolveCoordinatorConfig(options: CoordinatorOptions): Coordinat
       : checkInteger(OP, 'minChunkBatches', raw.minChunkBatches, 1);
   const progressive =
     raw.progressive === undefined
-      ? !elche.mode.endsWith('Sync')
+      ? isChunkedMode(elche.mode)
       : checkBoolean(OP, 'progressive', raw.progressive);
   const lookaheadBatches =
     raw.lookaheadBatches === undefined ? 0 : checkInteger(OP, 'lookaheadBatches', raw.lookaheadBatches, 0);

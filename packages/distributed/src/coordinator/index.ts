@@ -43,6 +43,7 @@ export {
   ElCheConfig,
   type ElCheConfigOptions,
   type ElCheMode,
+  isChunkedMode,
   policyOf,
   type SpeedHint,
 } from './config.js';

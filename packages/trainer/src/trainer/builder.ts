@@ -183,8 +183,9 @@ export class TrainerBuilder<M extends AnyModule = AnyModule> {
     return this.#set('prefetch', batches);
   }
   /**
-   * CpuCadence and CpuAsync: a rank whose chunk has this many batches left gets its next chunk
-   * at once, so it never idles between two. 0 keeps floDl's one chunk in flight. Default 3.
+   * The chunked modes (CpuCadence, CpuAsync, NcclCadence): a rank whose chunk has this many
+   * batches left gets its next chunk at once, so it never idles between two. 0 keeps floDl's one
+   * chunk in flight. Default 3 in CpuCadence and CpuAsync, 0 in NcclCadence.
    */
   lookaheadBatches(batches: number): this {
     return this.#set('lookaheadBatches', batches);

@@ -2,10 +2,17 @@
 // before anything starts.
 
 import type { ElCheConfigOptions, EpochMetrics, LaunchMode, MaxFailureThreshold } from '@flodl/distributed';
-import { LAUNCH_MODES, livenessTimeouts } from '@flodl/distributed';
+import { isChunkedMode, LAUNCH_MODES, livenessTimeouts } from '@flodl/distributed';
 import { checkMaxFailure, ElCheConfig } from '@flodl/distributed/coordinator';
 import type { LRScheduler, Optimizer } from '@flodl/nn';
-import { checkOptions, cuda, type Device, FlodlError, invalidArgument } from '@flodl/tensor-native';
+import {
+  checkInteger,
+  checkOptions,
+  cuda,
+  type Device,
+  FlodlError,
+  invalidArgument,
+} from '@flodl/tensor-native';
 import { createProgress, type ProgressSetting } from '../progress/progress.js';
 import type { EpochContext } from '../runtime/rank-runtime.js';
 import type { AnyModule, TrainingDataset } from '../runtime/types.js';
@@ -63,9 +70,10 @@ export interface TrainerOptions<M extends AnyModule = AnyModule> {
   livenessMs?: number;
   prefetch?: number;
   /**
-   * Chunked dispatch (CpuCadence, CpuAsync): a rank whose chunk has this many batches left gets
-   * its next chunk at once, so it never idles between two (`CoordinatorOptions.lookaheadBatches`).
-   * 0 keeps floDl's one chunk in flight. Default 3 in those modes; other modes take 0 only.
+   * Chunked dispatch (CpuCadence, CpuAsync, NcclCadence: `isChunkedMode`): a rank whose chunk
+   * has this many batches left gets its next chunk at once, so it never idles between two
+   * (`CoordinatorOptions.lookaheadBatches`). 0 keeps floDl's one chunk in flight. Default 3 in
+   * CpuCadence and CpuAsync, 0 in NcclCadence; the Sync modes take 0 only.
    */
   lookaheadBatches?: number;
   resident?: boolean | 'auto';
@@ -323,20 +331,16 @@ export function resolveTrainerOptions<M extends AnyModule>(
 /** `lookaheadBatches`: an integer >= 0, above 0 only where chunks are handed out. */
 function checkLookahead(batches: number | undefined, mode: LaunchMode): void {
   if (batches === undefined) return;
-  if (!Number.isSafeInteger(batches) || batches < 0)
-    throw invalidArgument(`${OP}.lookaheadBatches`, 'lookaheadBatches', 'an integer >= 0', batches);
-  if (batches > 0 && !CHUNKED_MODES.includes(mode)) {
+  checkInteger(`${OP}.lookaheadBatches`, 'lookaheadBatches', batches, 0);
+  if (batches > 0 && !isChunkedMode(mode)) {
     throw invalidArgument(
       `${OP}.lookaheadBatches`,
       'lookaheadBatches',
-      `0 in ${mode}, which hands out no chunks (CpuCadence and CpuAsync do)`,
+      `0 in ${mode}, which hands out no chunks (the Cadence and Async modes do)`,
       batches,
     );
   }
 }
-
-/** @internal The modes whose coordinator hands out chunks of an epoch as ranks ask (progressive dispatch). */
-export const CHUNKED_MODES: readonly LaunchMode[] = ['CpuCadence', 'CpuAsync'];
 
 /** `savePath`, `resumeFrom`, `checkpointAtEpoch`, `keepLast`. */
 function checkBundleOptions(

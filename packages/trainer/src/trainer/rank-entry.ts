@@ -10,6 +10,8 @@ import {
   DistributedSession,
   encodeRunSettings,
   installDeathRecord,
+  isChunkedMode,
+  isCollectiveMode,
   type LaunchMode,
   RECORD_DIR_ENV,
   type RunSettings,
@@ -23,7 +25,7 @@ import { RankRuntime, type RuntimeStep } from '../runtime/rank-runtime.js';
 import type { AnyModule, TrainedState } from '../runtime/types.js';
 import { buildRank, callbacksOf, warnCallback } from './build-rank.js';
 import type { TrainedRun } from './handle.js';
-import { CHUNKED_MODES, refuseClusterBundleOptions } from './options.js';
+import { refuseClusterBundleOptions } from './options.js';
 import type { RankRole } from './role.js';
 import type { RunSpec } from './spec.js';
 
@@ -47,9 +49,9 @@ export function trainedStatePath(directory: string, rank: number): string {
  */
 const CHUNK_LOOKAHEAD_BATCHES = 3;
 
-/** The `lookaheadBatches` a run in `mode` announces (none where dispatch is not chunked). */
+/** The `lookaheadBatches` a run in `mode` announces by default (none outside the CPU backend's chunked modes). */
 function chunkLookahead(mode: LaunchMode): number | undefined {
-  return CHUNKED_MODES.includes(mode) ? CHUNK_LOOKAHEAD_BATCHES : undefined;
+  return isChunkedMode(mode) && !isCollectiveMode(mode) ? CHUNK_LOOKAHEAD_BATCHES : undefined;
 }
 
 /** @internal The settings this rank announces (what the coordinator plans with). */

@@ -173,6 +173,7 @@ export {
   type InstallDeathRecordOptions,
   type IntentKind,
   installDeathRecord,
+  isChunkedMode,
   isCollectiveMode,
   isLoopback,
   LAUNCH_DEVICES,

@@ -25,6 +25,11 @@ export interface Assessed extends RunResult {
   measuredIdeal: number;
   /** ratio / ideal. */
   efficiency: number;
+  /**
+   * ratio / the ratio of the reference `apart` (one plain training per rank, all at once, no
+   * cluster): the share of what the machine gives that many trainings that the run reached.
+   */
+  ofApart?: number;
   /** accuracy − the fastest rank alone's, percentage points. */
   accuracyDelta: number;
   /** Whether ratio ≥ RATIO_TARGET × ideal and the accuracy is within ACCURACY_TARGET_POINTS. */
@@ -38,8 +43,11 @@ function computeRate(part: RankPart): number {
   return part.computeMs > 0 ? part.samples / part.computeMs : 0;
 }
 
-/** Compares `run` with `alone` (the fastest rank alone; a run compared with itself has ratio 1). */
-export function assess(run: RunResult, alone: RunResult): Assessed {
+/**
+ * Compares `run` with `alone` (the fastest rank alone; a run compared with itself has ratio 1)
+ * and, when given, with `apart` (as many plain trainings at once, no cluster).
+ */
+export function assess(run: RunResult, alone: RunResult, apart?: Assessed): Assessed {
   const sync = run.mode.endsWith('Sync');
   // Ranks on one kind of device go at their given speeds; on different kinds (a CPU rank beside
   // a GPU rank) at what their compute measured: samples per second of compute, pacing included.
@@ -56,8 +64,9 @@ export function assess(run: RunResult, alone: RunResult): Assessed {
   const ratioWall = run.samples / run.wallMs / (alone.samples / alone.wallMs);
   const accuracyDelta = (run.accuracy - alone.accuracy) * 100;
   const met = ratio >= RATIO_TARGET * ideal && accuracyDelta >= -ACCURACY_TARGET_POINTS;
+  const ofApart = apart === undefined ? undefined : ratio / apart.ratio;
   const timeWent =
-    run.mode === 'alone'
+    run.mode === 'alone' || run.mode === 'apart'
       ? []
       : [
           ...run.perRank.map((part) => {
@@ -78,11 +87,18 @@ export function assess(run: RunResult, alone: RunResult): Assessed {
             `(${((run.averagingMs / run.trainMs) * 100).toFixed(1)}% of training time); ` +
             `rank start-up and shutdown ${((run.wallMs - run.trainMs) / 1000).toFixed(1)} s`,
           `shares by epoch: ${epochShares(run.epochShares)}`,
+          ...(apart === undefined || ofApart === undefined
+            ? []
+            : [
+                `${apart.ranks} plain trainings at once (apart, no cluster) reached ${apart.ratio.toFixed(2)}x alone ` +
+                  `on this machine: this run reached ${(ofApart * 100).toFixed(0)}% of that`,
+              ]),
         ];
   const reference = alone.aloneRuns === undefined ? {} : { aloneRuns: alone.aloneRuns };
   return {
     ...run,
     ...reference,
+    ...(ofApart === undefined ? {} : { ofApart }),
     ratio,
     ratioWall,
     ideal,
@@ -134,6 +150,7 @@ export function printReport(report: Report): void {
     'x alone',
     'ideal',
     'measured',
+    'of apart',
     'wall x',
     'acc %',
     'Δ pts',
@@ -145,7 +162,7 @@ export function printReport(report: Report): void {
   ];
   const rows = report.runs.map((run) => [
     run.model,
-    run.mode === 'alone' ? 'fastest alone' : run.mode,
+    run.mode === 'alone' ? 'fastest alone' : run.mode === 'apart' ? `${run.ranks} apart` : run.mode,
     run.devices.every((device) => device === 'cpu')
       ? run.speeds.join(',')
       : `${run.speeds.join(',')} on ${run.devices.join(',')}`,
@@ -155,21 +172,24 @@ export function printReport(report: Report): void {
     run.ratio.toFixed(2),
     run.ideal.toFixed(2),
     run.measuredIdeal.toFixed(2),
+    run.ofApart === undefined ? '' : `${(run.ofApart * 100).toFixed(0)}%`,
     run.ratioWall.toFixed(2),
-    (run.accuracy * 100).toFixed(2),
-    run.accuracyDelta.toFixed(2),
-    run.loss.toFixed(4),
+    ...(run.mode === 'apart'
+      ? ['—', '—', '—']
+      : [(run.accuracy * 100).toFixed(2), run.accuracyDelta.toFixed(2), run.loss.toFixed(4)]),
     String(run.rounds),
     (run.averagingMs / 1000).toFixed(2),
     run.perRank.map((part) => `${(part.share * 100).toFixed(0)}%`).join('/'),
-    run.mode === 'alone' ? '' : run.met ? 'met' : 'MISSED',
+    run.mode === 'alone' ? '' : run.mode === 'apart' ? 'reference' : run.met ? 'met' : 'MISSED',
   ]);
   const widths = header.map((cell, index) => Math.max(cell.length, ...rows.map((row) => row[index]!.length)));
   console.log(pad(header, widths));
   for (const row of rows) console.log(pad(row, widths));
   console.log(
     `target: x alone ≥ ${RATIO_TARGET} × ideal (Sync is paced by its slowest rank) and accuracy within ${ACCURACY_TARGET_POINTS} points; ` +
-      `measured: the ideal from the ranks' compute rates in the run over the fastest rank alone's`,
+      `measured: the ideal from the ranks' compute rates in the run over the fastest rank alone's; ` +
+      `apart: one plain training per rank, all at once with no cluster (what the machine gives them); ` +
+      `of apart: x alone over apart's`,
   );
   for (const run of report.runs) {
     if (run.mode !== 'alone' || run.aloneRuns === undefined) continue;
@@ -181,7 +201,7 @@ export function printReport(report: Report): void {
     );
   }
   for (const skip of report.skipped) console.log(`skipped ${skip.model} ${skip.mode}: ${skip.reason}`);
-  for (const run of report.runs.filter((r) => r.mode !== 'alone' && !r.met)) {
+  for (const run of report.runs.filter((r) => r.mode !== 'alone' && r.mode !== 'apart' && !r.met)) {
     console.log(`${run.model} ${run.mode} missed its target; where the time went:`);
     for (const line of run.timeWent) console.log(`  ${line}`);
   }

@@ -40,7 +40,7 @@
 //   node --expose-gc --import tsx bench/ddp.ts [--model mlp|cnn|all] [--nproc 2] [--devices cpu,cpu] [--speeds 1,0.5]
 //     [--modes CpuSync,CpuCadence,...] [--samples 12800] [--epochs 3] [--batch-size 128] [--lr 0.001]
 //     [--root DIR] [--split train|test] [--holdout 2000] [--repeat 1] [--timeout-s 1800] [--json out.json]
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -51,7 +51,7 @@ import { cuda, type Device, distributed } from '@flodl/tensor-native';
 import { FashionMnist } from '../src/data/index.js';
 import { benchArgs } from './cli-args.js';
 import { type Assessed, assess, printReport } from './ddp-report.js';
-import { type RunConfig, type RunResult, runConfig } from './ddp-run.js';
+import { type RankPart, type RunConfig, type RunResult, runConfig } from './ddp-run.js';
 
 const { values: args } = parseArgs({
   args: benchArgs(),
@@ -69,6 +69,7 @@ const { values: args } = parseArgs({
     split: { type: 'string', default: 'train' },
     holdout: { type: 'string', default: '2000' },
     repeat: { type: 'string', default: '1' },
+    references: { type: 'string', default: 'apart,pytorch' },
     'timeout-s': { type: 'string', default: '1800' },
     json: { type: 'string' },
     run: { type: 'string' },
@@ -87,7 +88,7 @@ function integer(name: string, value: string | undefined, min: number): number {
   return parsed;
 }
 
-function main(): void {
+async function main(): Promise<void> {
   const devices = (args.devices?.split(',') ?? []) as Device[];
   const nproc = integer('nproc', args.nproc ?? String(devices.length || 2), 2);
   if (devices.length === 0) devices.push(...Array<Device>(nproc).fill('cpu'));
@@ -112,6 +113,9 @@ function main(): void {
   if (args.split !== 'train' && args.split !== 'test')
     fail(`--split must be train or test, got ${args.split}`);
   const repeat = integer('repeat', args.repeat, 1);
+  const references = (args.references as string).split(',').filter((name) => name !== '');
+  for (const name of references)
+    if (name !== 'apart' && name !== 'pytorch') fail(`--references: ${name} is not apart or pytorch`);
   const timeoutMs = integer('timeout-s', args['timeout-s'], 1) * 1000;
   const base = {
     nproc,
@@ -138,6 +142,15 @@ function main(): void {
       const runAlone = () => median(repeat, () => once({ ...base, model, mode: 'alone' }, dir, timeoutMs));
       const alones = [runAlone()];
       const measured: Assessed[] = [];
+      let apartRun: Assessed | undefined;
+      if (references.includes('apart')) {
+        // The machine's own limit for this many trainings: one plain training per rank (each at
+        // its rank's speed, no cluster), all at once.
+        const run = await apart({ ...base, model }, dir, timeoutMs);
+        alones.push(runAlone());
+        apartRun = assess(run, meanOfAlone(alones.slice(-2)));
+        measured.push(apartRun);
+      }
       for (const mode of modes) {
         const reason = ncclSkip(mode, devices, gloo);
         if (reason !== undefined) {
@@ -146,7 +159,7 @@ function main(): void {
         }
         const run = median(repeat, () => once({ ...base, model, mode }, dir, timeoutMs));
         alones.push(runAlone());
-        measured.push(assess(run, meanOfAlone(alones.slice(-2))));
+        measured.push(assess(run, meanOfAlone(alones.slice(-2)), apartRun));
       }
       const alone = meanOfAlone(alones);
       runs.push(assess(alone, alone), ...measured);
@@ -217,8 +230,8 @@ function median(repeat: number, run: () => RunResult): RunResult {
 }
 
 let counter = 0;
-/** Runs one configuration in a child process (bounded by `timeoutMs`) and reads its result. */
-function once(config: Omit<RunConfig, 'out' | 'log'>, dir: string, timeoutMs: number): RunResult {
+/** The command line and the result file of one configuration run in a child process. */
+function childRun(config: Omit<RunConfig, 'out' | 'log'>, dir: string): { args: string[]; out: string } {
   counter += 1;
   const full: RunConfig = {
     ...config,
@@ -226,7 +239,13 @@ function once(config: Omit<RunConfig, 'out' | 'log'>, dir: string, timeoutMs: nu
     log: join(dir, `run-${counter}.jsonl`),
   };
   const script = fileURLToPath(import.meta.url);
-  const child = spawnSync(process.execPath, [...process.execArgv, script, '--run', JSON.stringify(full)], {
+  return { args: [...process.execArgv, script, '--run', JSON.stringify(full)], out: full.out };
+}
+
+/** Runs one configuration in a child process (bounded by `timeoutMs`) and reads its result. */
+function once(config: Omit<RunConfig, 'out' | 'log'>, dir: string, timeoutMs: number): RunResult {
+  const { args: childArgs, out } = childRun(config, dir);
+  const child = spawnSync(process.execPath, childArgs, {
     encoding: 'utf8',
     timeout: timeoutMs,
     killSignal: 'SIGKILL',
@@ -236,12 +255,86 @@ function once(config: Omit<RunConfig, 'out' | 'log'>, dir: string, timeoutMs: nu
     const why = child.error ? String(child.error) : `exit ${child.status ?? child.signal}`;
     fail(`bench:ddp: ${config.model} ${config.mode} failed (${why})\n${child.stderr}`);
   }
-  return JSON.parse(readFileSync(full.out, 'utf8')) as RunResult;
+  return JSON.parse(readFileSync(out, 'utf8')) as RunResult;
+}
+
+/** Runs `configs` at once, each in its own child process (bounded by `timeoutMs`), and reads their results. */
+async function together(
+  configs: Omit<RunConfig, 'out' | 'log'>[],
+  dir: string,
+  timeoutMs: number,
+): Promise<RunResult[]> {
+  const children = configs.map((config) => {
+    const { args: childArgs, out } = childRun(config, dir);
+    const child = spawn(process.execPath, childArgs, { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (text: string) => {
+      stderr += text;
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    const exited = new Promise<void>((resolve) => {
+      child.on('close', (code, signal) => {
+        clearTimeout(timer);
+        if (code !== 0) fail(`bench:ddp: ${config.model} apart failed (exit ${code ?? signal})\n${stderr}`);
+        resolve();
+      });
+    });
+    return exited.then(() => JSON.parse(readFileSync(out, 'utf8')) as RunResult);
+  });
+  return Promise.all(children);
+}
+
+/**
+ * The reference `apart`: one plain training per rank (in-process, on the rank's device, at the
+ * rank's speed), all started at once with no cluster between them. Each trains its speed's part
+ * of `samples` (the fastest all of them), so that all run for about the same time; their summed
+ * samples/s is what the machine gives that many trainings at once, the most a cluster of them can
+ * reach. The accuracy shown is the fastest one's.
+ */
+async function apart(
+  config: Omit<RunConfig, 'out' | 'log' | 'mode'>,
+  dir: string,
+  timeoutMs: number,
+): Promise<RunResult> {
+  const fastest = Math.max(...config.speeds);
+  const runs = await together(
+    config.speeds.map((speed, rank) => ({
+      ...config,
+      mode: 'alone' as const,
+      speeds: [speed],
+      aloneDevice: config.devices[rank] as Device,
+      samples: Math.max(config.batchSize, Math.round((config.samples * speed) / fastest)),
+    })),
+    dir,
+    timeoutMs,
+  );
+  const samples = runs.reduce((sum, run) => sum + run.samples, 0);
+  const first = runs[config.speeds.indexOf(fastest)] as RunResult;
+  return {
+    ...first,
+    mode: 'apart',
+    ranks: runs.length,
+    speeds: config.speeds,
+    devices: config.devices,
+    wallMs: Math.max(...runs.map((run) => run.wallMs)),
+    trainMs: Math.max(...runs.map((run) => run.trainMs)),
+    samples,
+    samplesPerSec: runs.reduce((sum, run) => sum + run.samplesPerSec, 0),
+    rounds: 0,
+    averagingMs: 0,
+    perRank: runs.map((run, rank) => ({
+      ...(run.perRank[0] as RankPart),
+      rank,
+      speed: config.speeds[rank] as number,
+      share: run.samples / samples,
+    })),
+    epochShares: [],
+  };
 }
 
 if (args.run !== undefined) {
   // One configuration: this process is its launcher (or, re-run by the Trainer, one of its ranks).
   await runConfig(JSON.parse(args.run) as RunConfig);
 } else {
-  main();
+  await main();
 }

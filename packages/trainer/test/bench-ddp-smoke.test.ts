@@ -61,10 +61,15 @@ describe('bench:ddp', () => {
     expect(bad.stderr).toContain('gpu:0 is not cpu or cuda:N');
     expect(refused('cpu').stderr).toContain('--nproc must be an integer >= 2');
     if (!cuda.isAvailable()) expect(refused('cuda:0,cpu').stderr).toContain('CUDA is not available here');
+    const reference = spawnSync(process.execPath, ['--import', 'tsx', bench, '--references', 'apart,ddp'], {
+      encoding: 'utf8',
+    });
+    expect(reference.status).toBe(2);
+    expect(reference.stderr).toContain('--references: ddp is not apart or pytorch');
   }, 60_000);
 
   it.skipIf(!hasData)(
-    'reports the fastest rank alone and two unequal ranks as JSON',
+    'reports the fastest rank alone, two plain trainings apart and two unequal ranks as JSON',
     async () => {
       const dir = mkdtempSync(join(tmpdir(), 'flodl-bench-ddp-test-'));
       try {
@@ -74,7 +79,7 @@ describe('bench:ddp', () => {
           [
             ...['--expose-gc', '--import', 'tsx', bench, '--model', 'mlp', '--modes', 'CpuCadence'],
             ...['--samples', '2048', '--epochs', '2', '--speeds', '1,0.5', '--split', 'test'],
-            ...['--holdout', '500', '--json', out],
+            ...['--holdout', '500', '--references', 'apart', '--json', out],
           ],
           { stdio: ['ignore', 'pipe', 'pipe'] },
         );
@@ -91,7 +96,7 @@ describe('bench:ddp', () => {
         expect(status, stderr).toBe(0);
         const report = JSON.parse(readFileSync(out, 'utf8'));
         expect(report.settings).toMatchObject({ samples: 2048, epochs: 2, split: 'test', holdout: 500 });
-        expect(report.runs.map((run: { mode: string }) => run.mode)).toEqual(['alone', 'CpuCadence']);
+        expect(report.runs.map((run: { mode: string }) => run.mode)).toEqual(['alone', 'apart', 'CpuCadence']);
         for (const run of report.runs) {
           for (const field of RUN_FIELDS) expect(run, field).toHaveProperty(field);
           expect(run.ratio).toBeGreaterThan(0);
@@ -100,13 +105,25 @@ describe('bench:ddp', () => {
           expect(run.evalSamples).toBe(500);
           expect(run.samples).toBeGreaterThan(0);
         }
-        const [alone, cadence] = report.runs;
+        const [alone, separate, cadence] = report.runs;
         expect(alone.ratio).toBe(1);
         expect(alone.perRank).toHaveLength(1);
-        // Measured before the mode and after it; each mode is compared with the mean of the two.
-        expect(alone.aloneRuns).toHaveLength(2);
-        expect(alone.samplesPerSec).toBeCloseTo((alone.aloneRuns[0] + alone.aloneRuns[1]) / 2);
-        expect(cadence.aloneRuns).toEqual(alone.aloneRuns);
+        // Measured before the first mode and after each (apart included); each is compared with
+        // the mean of the two around it.
+        expect(alone.aloneRuns).toHaveLength(3);
+        expect(alone.samplesPerSec).toBeCloseTo((alone.aloneRuns[0] + alone.aloneRuns[1] + alone.aloneRuns[2]) / 3);
+        expect(cadence.aloneRuns).toEqual(alone.aloneRuns.slice(1));
+        // Apart: one plain training per rank at the rank's speed, at once, each on its speed's
+        // part of the samples; their samples/s add up, and the cluster's runs are set against it.
+        expect(separate.ranks).toBe(2);
+        expect(separate.rounds).toBe(0);
+        expect(separate.ideal).toBeCloseTo(1.5);
+        expect(separate.perRank.map((part: { speed: number }) => part.speed)).toEqual([1, 0.5]);
+        expect(separate.perRank[0].samples).toBe(2 * 2048);
+        expect(separate.perRank[1].samples).toBe(2 * 1024);
+        expect(separate.perRank[1].paceIdleMs).toBeGreaterThan(0);
+        expect(separate.ofApart).toBeUndefined();
+        expect(cadence.ofApart).toBeCloseTo(cadence.ratio / separate.ratio);
         expect(alone.devices).toEqual(['cpu']);
         expect(cadence.devices).toEqual(['cpu', 'cpu']);
         expect(cadence.ranks).toBe(2);

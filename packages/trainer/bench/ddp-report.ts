@@ -7,6 +7,21 @@ export const RATIO_TARGET = 0.9;
 /** Largest accuracy drop below the fastest rank alone, in percentage points. */
 export const ACCURACY_TARGET_POINTS = 0.5;
 
+/**
+ * The references, shown beside the runs but not held to the targets: `apart` (one plain training
+ * per rank at once, no cluster) and PyTorch's `pytorch-alone` and `pytorch-ddp` (same model,
+ * data and settings; DistributedDataParallel over Gloo).
+ */
+export function isReference(mode: string): boolean {
+  return mode === 'apart' || mode.startsWith('pytorch-');
+}
+
+const LABELS: Record<string, string> = {
+  alone: 'fastest alone',
+  'pytorch-alone': 'PyTorch alone',
+  'pytorch-ddp': 'PyTorch DDP',
+};
+
 /** A run with its comparison to the fastest rank alone. */
 export interface Assessed extends RunResult {
   /** samples/s over the fastest rank alone's (training time). */
@@ -48,7 +63,8 @@ function computeRate(part: RankPart): number {
  * and, when given, with `apart` (as many plain trainings at once, no cluster).
  */
 export function assess(run: RunResult, alone: RunResult, apart?: Assessed): Assessed {
-  const sync = run.mode.endsWith('Sync');
+  // DDP averages the gradients at every step: like Sync, it goes at its slowest rank's pace.
+  const sync = run.mode.endsWith('Sync') || run.mode === 'pytorch-ddp';
   // Ranks on one kind of device go at their given speeds; on different kinds (a CPU rank beside
   // a GPU rank) at what their compute measured: samples per second of compute, pacing included.
   const mixed = new Set(run.devices.map((device) => device.replace(/:\d+$/, ''))).size > 1;
@@ -57,16 +73,19 @@ export function assess(run: RunResult, alone: RunResult, apart?: Assessed): Asse
   // What ranks at these speeds train together: Sync goes at its slowest rank's pace.
   const capacity = (values: number[]) =>
     sync ? run.ranks * Math.min(...values) : values.reduce((a, b) => a + b, 0);
-  const ideal = run.mode === 'alone' ? 1 : capacity(speeds) / Math.max(...speeds);
+  const single = run.ranks === 1;
+  const ideal = single ? 1 : capacity(speeds) / Math.max(...speeds);
   const aloneRate = alone.perRank[0] === undefined ? 0 : computeRate(alone.perRank[0]);
-  const measuredIdeal = run.mode === 'alone' || aloneRate === 0 ? 1 : capacity(rates) / aloneRate;
+  // PyTorch's compute is not flodl's: its measured ideal is against its own alone, not set here.
+  const measuredIdeal =
+    single || aloneRate === 0 || run.mode.startsWith('pytorch-') ? 1 : capacity(rates) / aloneRate;
   const ratio = run.samplesPerSec / alone.samplesPerSec;
   const ratioWall = run.samples / run.wallMs / (alone.samples / alone.wallMs);
   const accuracyDelta = (run.accuracy - alone.accuracy) * 100;
   const met = ratio >= RATIO_TARGET * ideal && accuracyDelta >= -ACCURACY_TARGET_POINTS;
   const ofApart = apart === undefined ? undefined : ratio / apart.ratio;
   const timeWent =
-    run.mode === 'alone' || run.mode === 'apart'
+    run.mode === 'alone' || isReference(run.mode)
       ? []
       : [
           ...run.perRank.map((part) => {
@@ -162,7 +181,7 @@ export function printReport(report: Report): void {
   ];
   const rows = report.runs.map((run) => [
     run.model,
-    run.mode === 'alone' ? 'fastest alone' : run.mode === 'apart' ? `${run.ranks} apart` : run.mode,
+    LABELS[run.mode] ?? (run.mode === 'apart' ? `${run.ranks} apart` : run.mode),
     run.devices.every((device) => device === 'cpu')
       ? run.speeds.join(',')
       : `${run.speeds.join(',')} on ${run.devices.join(',')}`,
@@ -171,7 +190,7 @@ export function printReport(report: Report): void {
     run.samplesPerSec.toFixed(0),
     run.ratio.toFixed(2),
     run.ideal.toFixed(2),
-    run.measuredIdeal.toFixed(2),
+    run.mode.startsWith('pytorch-') ? '—' : run.measuredIdeal.toFixed(2),
     run.ofApart === undefined ? '' : `${(run.ofApart * 100).toFixed(0)}%`,
     run.ratioWall.toFixed(2),
     ...(run.mode === 'apart'
@@ -180,7 +199,7 @@ export function printReport(report: Report): void {
     String(run.rounds),
     (run.averagingMs / 1000).toFixed(2),
     run.perRank.map((part) => `${(part.share * 100).toFixed(0)}%`).join('/'),
-    run.mode === 'alone' ? '' : run.mode === 'apart' ? 'reference' : run.met ? 'met' : 'MISSED',
+    run.mode === 'alone' ? '' : isReference(run.mode) ? 'reference' : run.met ? 'met' : 'MISSED',
   ]);
   const widths = header.map((cell, index) => Math.max(cell.length, ...rows.map((row) => row[index]!.length)));
   console.log(pad(header, widths));
@@ -201,8 +220,28 @@ export function printReport(report: Report): void {
     );
   }
   for (const skip of report.skipped) console.log(`skipped ${skip.model} ${skip.mode}: ${skip.reason}`);
-  for (const run of report.runs.filter((r) => r.mode !== 'alone' && r.mode !== 'apart' && !r.met)) {
+  for (const model of new Set(report.runs.map((run) => run.model))) {
+    const line = pytorchLine(report.runs.filter((run) => run.model === model));
+    if (line !== undefined) console.log(line);
+  }
+  for (const run of report.runs.filter((r) => r.mode !== 'alone' && !isReference(r.mode) && !r.met)) {
     console.log(`${run.model} ${run.mode} missed its target; where the time went:`);
     for (const line of run.timeWent) console.log(`  ${line}`);
   }
+}
+
+/** One model's PyTorch reference in words: DDP over its own alone, and flodl's runs over DDP. */
+function pytorchLine(runs: Assessed[]): string | undefined {
+  const alone = runs.find((run) => run.mode === 'pytorch-alone');
+  const ddp = runs.find((run) => run.mode === 'pytorch-ddp');
+  const flodl = runs.filter((run) => !isReference(run.mode) && run.mode !== 'alone');
+  if (alone === undefined || ddp === undefined) return undefined;
+  const best = flodl.sort((a, b) => b.samplesPerSec - a.samplesPerSec)[0];
+  return (
+    `${ddp.model} PyTorch ${ddp.torch} (BLAS: ${ddp.blas}): DDP over Gloo ${(ddp.samplesPerSec / alone.samplesPerSec).toFixed(2)}x ` +
+    `its own alone (ideal ${ddp.ideal.toFixed(2)}, acc ${(ddp.accuracy * 100).toFixed(2)}%); PyTorch alone ${alone.ratio.toFixed(2)}x flodl alone` +
+    (best === undefined
+      ? ''
+      : `; flodl ${best.mode} ${(best.samplesPerSec / ddp.samplesPerSec).toFixed(2)}x PyTorch DDP`)
+  );
 }

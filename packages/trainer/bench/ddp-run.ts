@@ -94,6 +94,9 @@ export interface RunResult {
   epochShares: number[][];
   /** The fastest rank alone this run was compared with: samples/s of each of its runs. */
   aloneRuns?: number[];
+  /** The PyTorch reference's torch version and the BLAS library it ran on. */
+  torch?: string;
+  blas?: string;
 }
 
 function buildModel(model: RunConfig['model']): Sequential {

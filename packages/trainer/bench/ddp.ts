@@ -32,6 +32,17 @@
 // rank's time went over the training time: compute (pacing idle included), waiting on data, and
 // the rest (step reports and control, waits for plans and at barriers, averaging rounds).
 //
+// Two references run beside the modes (`--references apart,pytorch`, the default; not held to the
+// targets). `apart`: one plain training per rank (each at its rank's speed, on its speed's part of
+// the samples), all started at once with no cluster between them: their summed samples/s is what
+// the machine gives that many trainings, the most a cluster of them can reach, and each run's
+// `of apart` is its share of it. `pytorch` (CPU ranks): bench/ddp-pytorch.py trains the same
+// model on the same images with PyTorch, alone and with DistributedDataParallel over Gloo (one
+// process and thread per rank, paced the same way), with the first interpreter of `--python`,
+// $PYTHON, python3, /usr/bin/python3 that has torch (skipped, saying so, where none has);
+// `--pytorch-blas DIR` puts a BLAS (such as Debian's OpenBLAS) first on its library path, since
+// Debian's libtorch links the reference BLAS. The report names the torch and BLAS it ran on.
+//
 // Real devices: `--devices cuda:0,cuda:1` puts one rank on each GPU, `--devices cuda:0,cpu` a CPU
 // rank beside a GPU rank (the extreme case: the Cpu modes only, since NCCL needs every rank on a
 // GPU); the fastest rank alone then runs on the first GPU listed, and the ideal ratio comes from
@@ -40,6 +51,7 @@
 //   node --expose-gc --import tsx bench/ddp.ts [--model mlp|cnn|all] [--nproc 2] [--devices cpu,cpu] [--speeds 1,0.5]
 //     [--modes CpuSync,CpuCadence,...] [--samples 12800] [--epochs 3] [--batch-size 128] [--lr 0.001]
 //     [--root DIR] [--split train|test] [--holdout 2000] [--repeat 1] [--timeout-s 1800] [--json out.json]
+//     [--references apart,pytorch] [--python PATH] [--pytorch-blas DIR]
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
@@ -70,6 +82,8 @@ const { values: args } = parseArgs({
     holdout: { type: 'string', default: '2000' },
     repeat: { type: 'string', default: '1' },
     references: { type: 'string', default: 'apart,pytorch' },
+    python: { type: 'string' },
+    'pytorch-blas': { type: 'string' },
     'timeout-s': { type: 'string', default: '1800' },
     json: { type: 'string' },
     run: { type: 'string' },
@@ -162,6 +176,14 @@ async function main(): Promise<void> {
         measured.push(assess(run, meanOfAlone(alones.slice(-2)), apartRun));
       }
       const alone = meanOfAlone(alones);
+      if (references.includes('pytorch')) {
+        const reason = devices.some((device) => device !== 'cpu')
+          ? 'the PyTorch reference runs on CPU ranks only'
+          : undefined;
+        const pytorch = reason === undefined ? pytorchRuns({ ...base, model }, dir, timeoutMs) : reason;
+        if (typeof pytorch === 'string') skipped.push({ model, mode: 'pytorch', reason: pytorch });
+        else measured.push(...pytorch.map((run) => assess(run, alone)));
+      }
       runs.push(assess(alone, alone), ...measured);
     }
   } finally {
@@ -175,6 +197,87 @@ async function main(): Promise<void> {
   };
   printReport(report);
   if (args.json) writeFileSync(args.json, `${JSON.stringify(report, null, 2)}\n`);
+}
+
+/** The interpreters to try for the PyTorch reference: `--python`, else $PYTHON, python3, /usr/bin/python3. */
+function pythons(): string[] {
+  if (args.python !== undefined) return [args.python];
+  return [...new Set([process.env.PYTHON, 'python3', '/usr/bin/python3'].filter((p) => p !== undefined))];
+}
+
+const PYTORCH_SCRIPT = fileURLToPath(new URL('./ddp-pytorch.py', import.meta.url));
+
+/**
+ * The reference `pytorch`: bench/ddp-pytorch.py trains the same model on the same images and
+ * settings with PyTorch, alone and with DistributedDataParallel over Gloo (one process and thread
+ * per rank, each at its rank's speed). Returns both runs, or why they could not run (no
+ * interpreter with torch, or no Gloo in it). `--pytorch-blas DIR` puts DIR first on PyTorch's
+ * library path (a tuned BLAS such as Debian's OpenBLAS, in front of the reference BLAS that
+ * Debian's libtorch links); the report names the BLAS it ran on.
+ */
+function pytorchRuns(
+  config: Omit<RunConfig, 'out' | 'log' | 'mode'>,
+  dir: string,
+  timeoutMs: number,
+): RunResult[] | string {
+  const env: NodeJS.ProcessEnv = { ...process.env, OMP_NUM_THREADS: '1', OPENBLAS_NUM_THREADS: '1' };
+  const blasDir = args['pytorch-blas'];
+  if (blasDir !== undefined)
+    env.LD_LIBRARY_PATH = [blasDir, process.env.LD_LIBRARY_PATH].filter((path) => path).join(':');
+  const tried: string[] = [];
+  for (const python of pythons()) {
+    const results: RunResult[] = [];
+    for (const mode of ['alone', 'ddp'] as const) {
+      counter += 1;
+      const out = join(dir, `pytorch-${counter}.json`);
+      const settings = { ...config, mode, out };
+      const child = spawnSync(python, [PYTORCH_SCRIPT, JSON.stringify(settings)], {
+        encoding: 'utf8',
+        env,
+        timeout: timeoutMs,
+        killSignal: 'SIGKILL',
+        maxBuffer: 64 * 1024 * 1024,
+      });
+      if (child.status !== 0) {
+        // 3: this interpreter has no torch (or cannot start it); the next one may.
+        const why = child.error ? String(child.error) : child.stderr.trim().split('\n').at(-1);
+        if (child.status === 3 || child.error !== undefined) {
+          tried.push(`${python}: ${why}`);
+          break;
+        }
+        fail(
+          `bench:ddp: ${config.model} PyTorch ${mode} failed (exit ${child.status ?? child.signal})\n${child.stderr}`,
+        );
+      }
+      results.push(pytorchResult(JSON.parse(readFileSync(out, 'utf8'))));
+    }
+    if (results.length === 2) return results;
+  }
+  return `no interpreter with torch (${tried.join('; ')}); install python3-torch or pass --python`;
+}
+
+/** What bench/ddp-pytorch.py wrote, as a run of the report. */
+function pytorchResult(
+  written: Omit<RunResult, 'devices' | 'perRank' | 'epochShares' | 'averagingMs'> & {
+    perRank: Pick<
+      RankPart,
+      'rank' | 'speed' | 'samples' | 'computeMs' | 'dataMs' | 'paceIdleMs' | 'workPerStepMs'
+    >[];
+  },
+): RunResult {
+  return {
+    ...written,
+    devices: written.perRank.map(() => 'cpu'),
+    averagingMs: 0,
+    epochShares: [],
+    perRank: written.perRank.map((part) => ({
+      ...part,
+      share: part.samples / written.samples,
+      waitMs: Math.max(0, written.trainMs - part.computeMs - part.dataMs),
+      warmStepMs: 0,
+      shareDone: 0,
+    })),
+  };
 }
 
 /**

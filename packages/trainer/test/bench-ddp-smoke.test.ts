@@ -10,6 +10,10 @@ import { describe, expect, it } from 'vitest';
 
 const bench = join(dirname(fileURLToPath(import.meta.url)), '..', 'bench', 'ddp.ts');
 const hasData = existsSync('/usr/share/datasets/fashion-mnist');
+// The PyTorch reference's test runs where Debian's python3-torch (with Gloo) is installed.
+const TORCH_PYTHON = '/usr/bin/python3';
+const hasTorch =
+  spawnSync(TORCH_PYTHON, ['-c', 'import torch.distributed as d; assert d.is_gloo_available()']).status === 0;
 
 const RUN_FIELDS = [
   'model',
@@ -79,7 +83,8 @@ describe('bench:ddp', () => {
           [
             ...['--expose-gc', '--import', 'tsx', bench, '--model', 'mlp', '--modes', 'CpuCadence'],
             ...['--samples', '2048', '--epochs', '2', '--speeds', '1,0.5', '--split', 'test'],
-            ...['--holdout', '500', '--references', 'apart', '--json', out],
+            ...['--holdout', '500', '--references', 'apart,pytorch', '--python', '/nonexistent/python3'],
+            ...['--json', out],
           ],
           { stdio: ['ignore', 'pipe', 'pipe'] },
         );
@@ -96,7 +101,11 @@ describe('bench:ddp', () => {
         expect(status, stderr).toBe(0);
         const report = JSON.parse(readFileSync(out, 'utf8'));
         expect(report.settings).toMatchObject({ samples: 2048, epochs: 2, split: 'test', holdout: 500 });
-        expect(report.runs.map((run: { mode: string }) => run.mode)).toEqual(['alone', 'apart', 'CpuCadence']);
+        expect(report.runs.map((run: { mode: string }) => run.mode)).toEqual([
+          'alone',
+          'apart',
+          'CpuCadence',
+        ]);
         for (const run of report.runs) {
           for (const field of RUN_FIELDS) expect(run, field).toHaveProperty(field);
           expect(run.ratio).toBeGreaterThan(0);
@@ -105,13 +114,19 @@ describe('bench:ddp', () => {
           expect(run.evalSamples).toBe(500);
           expect(run.samples).toBeGreaterThan(0);
         }
+        // Without an interpreter that has torch, the PyTorch reference is skipped, saying why.
+        expect(report.skipped).toEqual([
+          { model: 'mlp', mode: 'pytorch', reason: expect.stringContaining('no interpreter with torch') },
+        ]);
         const [alone, separate, cadence] = report.runs;
         expect(alone.ratio).toBe(1);
         expect(alone.perRank).toHaveLength(1);
         // Measured before the first mode and after each (apart included); each is compared with
         // the mean of the two around it.
         expect(alone.aloneRuns).toHaveLength(3);
-        expect(alone.samplesPerSec).toBeCloseTo((alone.aloneRuns[0] + alone.aloneRuns[1] + alone.aloneRuns[2]) / 3);
+        expect(alone.samplesPerSec).toBeCloseTo(
+          (alone.aloneRuns[0] + alone.aloneRuns[1] + alone.aloneRuns[2]) / 3,
+        );
         expect(cadence.aloneRuns).toEqual(alone.aloneRuns.slice(1));
         // Apart: one plain training per rank at the rank's speed, at once, each on its speed's
         // part of the samples; their samples/s add up, and the cluster's runs are set against it.
@@ -142,6 +157,55 @@ describe('bench:ddp', () => {
         expect(cadence.measuredIdeal).toBeGreaterThan(0);
         expect(alone.measuredIdeal).toBe(1);
         expect(cadence.perRank[0].share + cadence.perRank[1].share).toBeCloseTo(1);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+    150_000,
+  );
+
+  it.skipIf(!hasData || !hasTorch)(
+    'runs the PyTorch reference alone and with DDP, paced like the ranks, where an interpreter has torch',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'flodl-bench-ddp-test-'));
+      try {
+        const out = join(dir, 'result.json');
+        const child = spawnSync(
+          process.execPath,
+          [
+            ...['--expose-gc', '--import', 'tsx', bench, '--model', 'mlp', '--modes', 'CpuCadence'],
+            ...['--samples', '1024', '--epochs', '1', '--speeds', '1,0.5', '--split', 'test'],
+            ...['--holdout', '500', '--references', 'pytorch', '--python', TORCH_PYTHON, '--json', out],
+          ],
+          { encoding: 'utf8', timeout: 120_000 },
+        );
+        expect(child.status, child.stderr).toBe(0);
+        const report = JSON.parse(readFileSync(out, 'utf8'));
+        expect(report.runs.map((run: { mode: string }) => run.mode)).toEqual([
+          'alone',
+          'CpuCadence',
+          'pytorch-alone',
+          'pytorch-ddp',
+        ]);
+        const [, , alone, ddp] = report.runs;
+        for (const run of [alone, ddp]) {
+          for (const field of RUN_FIELDS) expect(run, field).toHaveProperty(field);
+          expect(run.torch).toMatch(/^\d+\.\d+/);
+          expect(run.evalSamples).toBe(500);
+          expect(run.accuracy).toBeGreaterThan(0.1);
+          expect(run.samplesPerSec).toBeGreaterThan(0);
+        }
+        expect(alone.ranks).toBe(1);
+        expect(alone.samples).toBe(1024);
+        // DDP: every rank the same count of the epoch, the gradients averaged at every step, so
+        // it goes at its slowest rank's pace; the half-speed rank idled.
+        expect(ddp.ranks).toBe(2);
+        expect(ddp.perRank.map((part: { samples: number }) => part.samples)).toEqual([512, 512]);
+        expect(ddp.rounds).toBe(4);
+        expect(ddp.ideal).toBeCloseTo(1);
+        expect(ddp.perRank[1].paceIdleMs).toBeGreaterThan(0);
+        expect(ddp.perRank[0].paceIdleMs).toBe(0);
+        expect(child.stdout).toMatch(/mlp PyTorch .*: DDP over Gloo [\d.]+x its own alone/);
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }

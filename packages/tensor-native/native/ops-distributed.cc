@@ -164,11 +164,19 @@ void awaitWork(Call& c, GroupEntry& group, const char* what, const c10::intrusiv
                    ". The group is unusable now: destroy() it (libtorch: " + detail + ")");
 }
 
-// Runs `issue` once per bucket of tensors that share a device and dtype, in first-seen order
-// (the same on every rank that passes the same list). A bucket of one contiguous tensor is
-// used in place; any other bucket travels as one flat buffer that is copied back when `copyBack`.
-template <typename Issue>
-void forEachBucket(std::vector<at::Tensor>& tensors, bool copyBack, Issue issue) {
+// One bucket of `tensors`: the tensors of one device and dtype (`members`, indices into
+// `tensors`) and the buffer that travels for them, the tensor itself when it is the only,
+// contiguous member (`inPlace`), else a flat copy of them all.
+struct Bucket {
+  at::Tensor buffer;
+  std::vector<size_t> members;
+  bool inPlace;
+};
+
+// The buckets of `tensors`, in first-seen order (the same on every rank that passes the same
+// list); empty ones are left out (every rank skips them alike).
+std::vector<Bucket> bucketsOf(std::vector<at::Tensor>& tensors) {
+  std::vector<Bucket> buckets;
   std::vector<bool> taken(tensors.size(), false);
   for (size_t first = 0; first < tensors.size(); ++first) {
     if (taken[first]) continue;
@@ -182,23 +190,37 @@ void forEachBucket(std::vector<at::Tensor>& tensors, bool copyBack, Issue issue)
     }
     int64_t total = 0;
     for (size_t k : members) total += tensors[k].numel();
-    if (total == 0) continue;  // nothing to exchange: every rank skips it alike
+    if (total == 0) continue;
     if (members.size() == 1 && tensors[first].is_contiguous()) {
-      issue(tensors[first]);
+      buckets.push_back({tensors[first], std::move(members), true});
       continue;
     }
     std::vector<at::Tensor> flat;
     flat.reserve(members.size());
     for (size_t k : members) flat.push_back(tensors[k].reshape({-1}));
-    at::Tensor buffer = at::cat(flat);
-    issue(buffer);
-    if (!copyBack) continue;
-    int64_t offset = 0;
-    for (size_t k : members) {
-      const int64_t count = tensors[k].numel();
-      tensors[k].copy_(buffer.narrow(0, offset, count).view(tensors[k].sizes()));
-      offset += count;
-    }
+    buckets.push_back({at::cat(flat), std::move(members), false});
+  }
+  return buckets;
+}
+
+// Writes a flat bucket's buffer back into its members (an in-place bucket already is them).
+void copyBack(std::vector<at::Tensor>& tensors, const Bucket& bucket) {
+  if (bucket.inPlace) return;
+  int64_t offset = 0;
+  for (size_t k : bucket.members) {
+    const int64_t count = tensors[k].numel();
+    tensors[k].copy_(bucket.buffer.narrow(0, offset, count).view(tensors[k].sizes()));
+    offset += count;
+  }
+}
+
+// Runs `issue` on each bucket of `tensors` in turn (see bucketsOf), copying each flat buffer back
+// into its tensors after its collective when `copyBackAfter`.
+template <typename Issue>
+void forEachBucket(std::vector<at::Tensor>& tensors, bool copyBackAfter, Issue issue) {
+  for (Bucket& bucket : bucketsOf(tensors)) {
+    issue(bucket.buffer);
+    if (copyBackAfter) copyBack(tensors, bucket);
   }
 }
 
@@ -393,14 +415,24 @@ FLODL_OP(distAllReduce) {
     }
   }
   at::NoGradGuard noGrad;
-  forEachBucket(tensors, true, [&](at::Tensor& bucket) {
-    std::vector<at::Tensor> one{bucket};
+  // Every bucket's allReduce is issued before the first is awaited: the backend runs them
+  // together, so a call of several dtypes (a model's parameters and its float64 masses) costs
+  // about one collective's latency, not one per bucket. Every rank issues them in one order.
+  std::vector<Bucket> buckets = bucketsOf(tensors);
+  std::vector<c10::intrusive_ptr<c10d::Work>> works;
+  works.reserve(buckets.size());
+  for (Bucket& bucket : buckets) {
+    std::vector<at::Tensor> one{bucket.buffer};
     c10d::AllreduceOptions options;
     options.reduceOp = reduceOp;
     options.timeout = group.timeout;
-    awaitWork(c, group, "allReduce", group.backend->allreduce(one, options));
-    if (average && !nativeAverage) bucket.div_(group.size);
-  });
+    works.push_back(group.backend->allreduce(one, options));
+  }
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    awaitWork(c, group, "allReduce", works[i]);
+    if (average && !nativeAverage) buckets[i].buffer.div_(group.size);
+    copyBack(tensors, buckets[i]);
+  }
   return c.undefined();
 }
 

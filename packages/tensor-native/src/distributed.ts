@@ -119,7 +119,8 @@ export class ProcessGroup {
   /**
    * Combines `tensors` across all ranks in place: afterwards every rank holds
    * `op(t_0, …, t_{worldSize-1})`, bit-identical on every rank. Tensors that share a dtype
-   * travel as one flat buffer (one collective per dtype).
+   * travel as one flat buffer (one collective per dtype); the collectives of one call are issued
+   * together and then awaited, so a call of several dtypes costs about one collective's latency.
    *
    * @param tensors the same shapes and dtypes, in the same order, on every rank
    * @param options `op`: `'sum'` (default), `'avg'`, `'min'`, `'max'`, `'product'`

@@ -47,9 +47,9 @@ const plans = new WeakMap<Module, Plan>();
 /**
  * Mass-law averaging through a process group (NcclSync / NcclCadence; Gloo on CPU): every rank
  * writes its parameters pre-scaled by its `mass`, and its float buffers by 1 if it stepped, into
- * one flat buffer per dtype and device; one allReduce SUM per buffer carries them and one the
- * masses; then one pass per buffer divides each share, writes it into its tensor and sums the
- * divergence norms in float64. Every rank ends with the same bits. A round where no rank has mass
+ * one flat buffer per dtype and device; one allReduce call carries them and the masses (a SUM
+ * per buffer, issued together); then one pass per buffer divides each share, writes it into
+ * its tensor and sums the divergence norms in float64. Every rank ends with the same bits. A round where no rank has mass
  * changes nothing. The model is written only after every allReduce succeeded, so a failed round
  * (a dead peer) leaves it as it was.
  *
@@ -76,9 +76,9 @@ export function collectiveAverage(group: ProcessGroup, model: Module, mass: numb
       for (const bucket of plan.params) aten.call('averagePack', bucket.members, bucket.flat, mass);
       for (const bucket of plan.buffers) aten.call('averagePack', bucket.members, bucket.flat, weight);
       const flats = [...plan.params, ...plan.buffers].map((bucket) => bucket.flat);
-      if (flats.length > 0) group.allReduce(flats, { op: 'sum' });
       const masses = fromData([mass, weight], [2], { dtype: 'float64', device });
-      group.allReduce(masses, { op: 'sum' });
+      // One call: the backend runs the buffers' and the masses' reductions together.
+      group.allReduce([...flats, masses], { op: 'sum' });
       const [totalMass, steppedRanks] = masses.toArray() as [number, number];
       let norms: [number, number, number] = [0, 0, 0];
       if (totalMass > 0 && plan.params.length > 0) {

@@ -18,9 +18,12 @@
 #                the Fashion-MNIST test split carried in .device/fashion-mnist
 #   ddp          bench:ddp on CPU ranks: the fastest rank alone against two ranks in each
 #                mode, equal and one at half speed (same carried test split; DDP_MODELS=mlp
-#                and DDP_MODES=CpuCadence,CpuAsync narrow it)
+#                and DDP_MODES=CpuCadence,CpuAsync narrow it), with its references (two
+#                trainings apart, PyTorch alone and DDP over Gloo; DDP_REFERENCES=apart or ''
+#                narrows them)
 #   ddp-gpu      bench:ddp on real devices: a GPU rank beside a CPU rank (the Cpu modes), and
-#                with two or more GPUs one rank on each of two GPUs in every mode
+#                with two or more GPUs one rank on each of two GPUs in every mode, beside
+#                PyTorch alone and DDP over NCCL on the same GPUs
 # With $OUT set, the built addon and each phase's log are left there.
 set -uo pipefail
 root="$(pwd)"
@@ -92,7 +95,8 @@ for phase in "${phases[@]}"; do
             epochs=24
             [ "$model" = mlp ] && epochs=100
             node --expose-gc --import tsx bench/ddp.ts --model "$model" --speeds "$speeds" \
-              ${DDP_MODES:+--modes "$DDP_MODES"} --root "$root/.device/fashion-mnist" --split test \
+              ${DDP_MODES:+--modes "$DDP_MODES"} ${DDP_REFERENCES+--references "$DDP_REFERENCES"} \
+              --root "$root/.device/fashion-mnist" --split test \
               --samples 8000 --epochs "$epochs" ${OUT:+--json "$OUT/ddp-$model-${speeds/,/_}.json"} || exit 1
           done
         done) 2>&1 | log ddp || status=1
@@ -109,6 +113,7 @@ for phase in "${phases[@]}"; do
             [ "$devices" = cuda:0,cuda:1 ] && modes=CpuSync,CpuCadence,CpuAsync,NcclSync,NcclCadence
             for model in mlp cnn; do
               node --expose-gc --import tsx bench/ddp.ts --model $model --devices "$devices" --modes $modes \
+                ${DDP_REFERENCES+--references "$DDP_REFERENCES"} \
                 --root "$root/.device/fashion-mnist" --split test --samples 8000 --epochs 20 \
                 ${OUT:+--json "$OUT/ddp-gpu-$model-${devices//[:,]/_}.json"}
             done

@@ -2,9 +2,12 @@
 """PyTorch side of `pnpm bench:ddp` (the reference `pytorch`): the same model, data and settings.
 
 bench/ddp.ts runs it with one JSON argument (the run's settings) and reads the JSON it writes to
-the settings' `out`. `mode` is `alone` (one process, at the fastest of `speeds`) or `ddp`:
-`nproc` processes of one thread each, DistributedDataParallel over Gloo on the CPU, each epoch's
-shuffled images split between them as DistributedSampler does (every rank the same count).
+the settings' `out`. `mode` is `alone` (one process on `aloneDevice`, at the fastest of
+`speeds`) or `ddp`: `nproc` processes of one thread each, rank r on `devices[r]`,
+DistributedDataParallel over Gloo on CPU ranks and over NCCL on GPU ranks (every rank on one
+kind), each epoch's shuffled images split between them as DistributedSampler does (every rank
+the same count). On a GPU the images live on the device, and a paced rank synchronizes each
+step before it times it.
 A rank at speed s < 1 idles (time.sleep, no CPU) (1/s - 1) times the median of its last
 steps after each step, standing in for a slower device as bench:ddp's paced ranks do; DDP
 averages the gradients at every step, so every rank goes at the slowest one's pace.
@@ -63,11 +66,11 @@ def read_idx(root, name):
     return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape)
 
 
-def load(root, split):
-    """(images [N, 1, 28, 28] float32 normalized, labels [N] int64) of a split."""
+def load(root, split, device="cpu"):
+    """(images [N, 1, 28, 28] float32 normalized, labels [N] int64) of a split, on `device`."""
     images, labels = (read_idx(root, name) for name in FILES[split])
     x = torch.from_numpy(images.astype(np.float32) / 255.0).sub_(MEAN).div_(STD).unsqueeze(1)
-    return x.contiguous(), torch.from_numpy(labels.astype(np.int64))
+    return x.contiguous().to(device), torch.from_numpy(labels.astype(np.int64)).to(device)
 
 
 def build(model):
@@ -110,15 +113,21 @@ def rank_indices(epoch, count, rank, world):
     return padded[rank::world]
 
 
-def train(settings, rank, world, speed):
-    """Trains this rank's part; returns (model, its stats)."""
+def train(settings, rank, world, speed, device):
+    """Trains this rank's part on `device`; returns (model, its stats)."""
     torch.set_num_threads(1)
-    x, y = load(settings["root"], settings["split"])
+    cuda = device.startswith("cuda")
+    if cuda:
+        torch.cuda.set_device(device)
+    x, y = load(settings["root"], settings["split"], device)
     usable = len(y) - settings["holdout"] if settings["split"] == "test" else len(y)
     count = min(settings["samples"], usable)
     torch.manual_seed(SEED)
-    model = build(settings["model"])
-    trained = DistributedDataParallel(model) if world > 1 else model
+    model = build(settings["model"]).to(device)
+    if world == 1:
+        trained = model
+    else:
+        trained = DistributedDataParallel(model, device_ids=[torch.device(device).index] if cuda else None)
     optimizer = torch.optim.Adam(model.parameters(), lr=settings["lr"])
     batch = settings["batchSize"]
     recent, samples, steps = [], 0, 0
@@ -138,6 +147,8 @@ def train(settings, rank, world, speed):
             loss = nn.functional.cross_entropy(trained(images), labels)
             loss.backward()  # DDP: the gradients' all-reduce, every step
             optimizer.step()
+            if cuda and speed < 1:
+                torch.cuda.synchronize()  # the pace needs the step's real time
             ended = time.perf_counter()
             data_s += began - fetched
             compute_s += ended - began
@@ -151,9 +162,12 @@ def train(settings, rank, world, speed):
         last_loss = float(loss)
     if world > 1:
         dist.barrier()
+    if cuda:
+        torch.cuda.synchronize()
     train_s = time.perf_counter() - started
     stats = {
         "rank": rank,
+        "device": device,
         "speed": speed,
         "samples": samples,
         "steps": steps,
@@ -168,10 +182,10 @@ def train(settings, rank, world, speed):
     return model, stats
 
 
-def held_out(settings):
+def held_out(settings, device):
+    x, y = load(settings["root"], "test", device)
     if settings["split"] == "train":
-        return load(settings["root"], "test")
-    x, y = load(settings["root"], "test")
+        return x, y
     return x[-settings["holdout"] :], y[-settings["holdout"] :]
 
 
@@ -183,8 +197,8 @@ def blas():
     return ", ".join(found) or "linked into libtorch"  # full paths: which copy of a library it was
 
 
-def finish(settings, model, parts, started):
-    x, y = held_out(settings)
+def finish(settings, model, parts, started, device):
+    x, y = held_out(settings, device)
     accuracy, loss = evaluate(model, x, y)
     train_ms = max(part["trainMs"] for part in parts)
     samples = sum(part["samples"] for part in parts)
@@ -192,6 +206,7 @@ def finish(settings, model, parts, started):
         "model": settings["model"],
         "mode": "pytorch-" + settings["mode"],
         "torch": torch.__version__,
+        "devices": [part["device"] for part in parts],
         "blas": blas(),
         "ranks": len(parts),
         "speeds": [part["speed"] for part in parts],
@@ -221,20 +236,25 @@ def main():
     settings = json.loads(sys.argv[1])
     started = time.perf_counter()
     if settings["mode"] == "alone":
-        model, stats = train(settings, 0, 1, max(settings["speeds"]))
-        finish(settings, model, [stats], started)
+        device = settings.get("aloneDevice", "cpu")
+        model, stats = train(settings, 0, 1, max(settings["speeds"]), device)
+        finish(settings, model, [stats], started, device)
         return
     if "DDP_RANK" in os.environ:  # one rank of a DDP run
         rank, world = int(os.environ["DDP_RANK"]), settings["nproc"]
+        device = settings.get("devices", ["cpu"] * world)[rank]
         dist.init_process_group(
-            "gloo", init_method=f"tcp://127.0.0.1:{os.environ['DDP_PORT']}", rank=rank, world_size=world
+            "nccl" if device.startswith("cuda") else "gloo",
+            init_method=f"tcp://127.0.0.1:{os.environ['DDP_PORT']}",
+            rank=rank,
+            world_size=world,
         )
-        model, stats = train(settings, rank, world, settings["speeds"][rank])
+        model, stats = train(settings, rank, world, settings["speeds"][rank], device)
         parts = [None] * world
         dist.all_gather_object(parts, stats)
         dist.destroy_process_group()
         if rank == 0:
-            finish(settings, model, parts, float(os.environ["DDP_STARTED"]))
+            finish(settings, model, parts, float(os.environ["DDP_STARTED"]), device)
         return
     env = {**os.environ, "DDP_PORT": str(free_port()), "DDP_STARTED": str(started)}
     ranks = [

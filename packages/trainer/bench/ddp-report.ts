@@ -237,8 +237,10 @@ function pytorchLine(runs: Assessed[]): string | undefined {
   const flodl = runs.filter((run) => !isReference(run.mode) && run.mode !== 'alone');
   if (alone === undefined || ddp === undefined) return undefined;
   const best = flodl.sort((a, b) => b.samplesPerSec - a.samplesPerSec)[0];
+  const gpu = ddp.devices.some((device) => device.startsWith('cuda'));
+  const [where, backend] = gpu ? [ddp.devices.join(', '), 'NCCL'] : [`BLAS: ${ddp.blas}`, 'Gloo'];
   return (
-    `${ddp.model} PyTorch ${ddp.torch} (BLAS: ${ddp.blas}): DDP over Gloo ${(ddp.samplesPerSec / alone.samplesPerSec).toFixed(2)}x ` +
+    `${ddp.model} PyTorch ${ddp.torch} (${where}): DDP over ${backend} ${(ddp.samplesPerSec / alone.samplesPerSec).toFixed(2)}x ` +
     `its own alone (ideal ${ddp.ideal.toFixed(2)}, acc ${(ddp.accuracy * 100).toFixed(2)}%); PyTorch alone ${alone.ratio.toFixed(2)}x flodl alone` +
     (best === undefined
       ? ''

@@ -4,7 +4,8 @@
 //   before:     the first round after this rank's step `step` of epoch `epoch` called it
 //               in; it has contributed nothing yet
 //   during:     its contribution to that round left (host modes: the snapshot was sent on
-//               the data channel; collective modes: between the round's two all-reduces)
+//               the data channel; collective modes: its buffers were reduced, its masses not:
+//               the script splits the round's one allReduce call in two)
 //   after:      that round was applied on this rank, before its next step
 //   eval:       inside the eval callback of epoch `epoch` (so on the elected rank)
 //   checkpoint: inside periodic bundle `bundle`'s write (its files written, the meta not renamed)
@@ -134,10 +135,15 @@ function scriptSession(planned: Fault): void {
       const group = session.group;
       if (!group) return session;
       const allReduce = group.allReduce.bind(group);
-      let calls = 0;
-      group.allReduce = (...args: Parameters<typeof allReduce>) => {
-        if (round === target && ++calls === 2) fire(`between the all-reduces of round ${round}`);
-        return allReduce(...args);
+      group.allReduce = (tensors, options) => {
+        // The round reduces its buffers and its masses (the list's last tensor) in one call:
+        // here the buffers go first and the fault fires before the masses', so the peers are
+        // left inside a reduction of the round.
+        if (round !== target || !Array.isArray(tensors) || tensors.length < 2)
+          return allReduce(tensors, options);
+        allReduce(tensors.slice(0, -1), options);
+        fire(`between the buffers' and the masses' reductions of round ${round}`);
+        allReduce(tensors.slice(-1), options);
       };
     } else if (session.data) {
       const data = session.data;

@@ -3,8 +3,16 @@
 // and a failed or timed-out collective leaves the group marked unusable.
 #include <ATen/ATen.h>
 
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <exception>
 #include <initializer_list>
@@ -254,6 +262,46 @@ c10d::ReduceOp reduceOpArgument(Call& c, size_t i, bool* average) {
   c.state.fail("ERR_NATIVE", c.op, detail);
 }
 
+// Waits, in 10 ms steps and at most until `deadline`, until something accepts TCP connections
+// at host:port; false when nothing did (true too when the host does not resolve: the TCPStore
+// then says why). A TCPStore client whose first connect is refused (the server rank not yet up)
+// sleeps a whole second before it tries again, so the ranks that start before rank 0 would
+// each lose up to a second at every rendezvous; the probe's connection is closed unused (the
+// server drops it, as it drops a client that died).
+bool awaitListener(const std::string& host, int64_t port, std::chrono::steady_clock::time_point deadline) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return true;
+  for (;;) {
+    for (addrinfo* address = found; address != nullptr; address = address->ai_next) {
+      const int fd = socket(address->ai_family, address->ai_socktype, address->ai_protocol);
+      if (fd < 0) continue;
+      // Non-blocking, so a host that drops the packets costs at most the time left (and 1 s).
+      fcntl(fd, F_SETFL, fcntl(fd, F_GETFL, 0) | O_NONBLOCK);
+      bool accepted = connect(fd, address->ai_addr, address->ai_addrlen) == 0;
+      if (!accepted && errno == EINPROGRESS) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        pollfd waiting{fd, POLLOUT, 0};
+        int error = 0;
+        socklen_t length = sizeof(error);
+        accepted = poll(&waiting, 1, static_cast<int>(std::clamp<int64_t>(left.count(), 0, 1000))) == 1 &&
+                   getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 && error == 0;
+      }
+      close(fd);
+      if (accepted) {
+        freeaddrinfo(found);
+        return true;
+      }
+    }
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  freeaddrinfo(found);
+  return false;
+}
+
 // distStoreCreate(host, port, worldSize, isServer, timeoutMs) -> store id. The server (rank 0)
 // waits for all worldSize members to connect, everyone at most timeoutMs rounded up to seconds.
 FLODL_OP(distStoreCreate) {
@@ -273,13 +321,18 @@ FLODL_OP(distStoreCreate) {
   options.waitWorkers = true;
   // c10d's socket connect counts whole seconds (1.13 truncates 500 ms to 0 s and fails at once).
   options.timeout = std::chrono::milliseconds((timeoutMs + 999) / 1000 * 1000);
+  const std::string rendezvous = "the TCPStore rendezvous at " + host + ":" + std::to_string(port);
+  if (!isServer && !awaitListener(host, port, std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs))) {
+    failCreation(c, rendezvous, "timed out: no server (rank 0) accepted connections within " +
+                                    std::to_string(timeoutMs) + " ms");
+  }
   c10::intrusive_ptr<c10d::Store> store;
   try {
     store = c10::make_intrusive<c10d::TCPStore>(host, options);
   } catch (const c10::Error& error) {
-    failCreation(c, "the TCPStore rendezvous at " + host + ":" + std::to_string(port), error.what_without_backtrace());
+    failCreation(c, rendezvous, error.what_without_backtrace());
   } catch (const std::exception& error) {
-    failCreation(c, "the TCPStore rendezvous at " + host + ":" + std::to_string(port), error.what());
+    failCreation(c, rendezvous, error.what());
   }
   return Napi::Number::New(c.env, c.state.distributed().addStore(StoreEntry{std::move(store), host}));
 }

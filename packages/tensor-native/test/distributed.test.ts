@@ -500,6 +500,17 @@ describe('one-rank gloo group in this process', () => {
     expect(Date.now() - started).toBeLessThan(5000);
     expect(native.distLiveCount()).toEqual({ stores: 0, groups: 0 });
   });
+
+  it.skipIf(!gloo)('times out a rank whose rendezvous server (rank 0) never comes', async () => {
+    const port = await freePort();
+    const error = caught(() =>
+      createProcessGroup({ backend: 'gloo', rank: 1, worldSize: 2, port, timeoutMs: 300 }),
+    );
+    expect(error.code).toBe('ERR_TIMEOUT');
+    expect(error.message).toContain('not every rank joined in time');
+    expect(error.message).toContain('no server (rank 0) accepted connections within 300 ms');
+    expect(native.distLiveCount()).toEqual({ stores: 0, groups: 0 });
+  });
 });
 
 // One line when skipped: NCCL needs a CUDA build with NCCL and two visible GPUs.

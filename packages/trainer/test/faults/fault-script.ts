@@ -160,10 +160,15 @@ function scriptSession(planned: Fault): void {
 /** Fires inside periodic bundle `bundle`'s write: its files are down, the meta is not renamed into place. */
 function scriptCheckpointWrite(planned: Fault): void {
   const rename = fs.renameSync;
-  let bundles = 0;
+  // The coordinator elects each bundle's writer, not always the same rank: the bundles are
+  // counted across the ranks (one line each in a file of the run's folder; saves never overlap).
+  const written = join(config.dir, 'bundles-written');
   fs.renameSync = (from, to) => {
-    if (/\.step-\d+\.meta\.json$/.test(String(to)) && ++bundles === (planned.bundle ?? 1))
-      fire(`writing ${String(to)}`);
+    if (/\.step-\d+\.meta\.json$/.test(String(to))) {
+      appendFileSync(written, `${rank}\n`);
+      const bundles = fs.readFileSync(written, 'utf8').trim().split('\n').length;
+      if (bundles === (planned.bundle ?? 1)) fire(`writing ${String(to)}`);
+    }
     rename(from, to);
   };
   syncBuiltinESMExports();

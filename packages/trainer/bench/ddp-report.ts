@@ -16,6 +16,11 @@ export function isReference(mode: string): boolean {
   return mode === 'apart' || mode.startsWith('pytorch-');
 }
 
+/** Whether `devices` mix kinds (a CPU rank beside a GPU rank). */
+export function mixedDevices(devices: readonly string[]): boolean {
+  return new Set(devices.map((device) => device.replace(/:\d+$/, ''))).size > 1;
+}
+
 const LABELS: Record<string, string> = {
   alone: 'fastest alone',
   'pytorch-alone': 'PyTorch alone',
@@ -67,7 +72,7 @@ export function assess(run: RunResult, alone: RunResult, apart?: Assessed): Asse
   const sync = run.mode.endsWith('Sync') || run.mode === 'pytorch-ddp';
   // Ranks on one kind of device go at their given speeds; on different kinds (a CPU rank beside
   // a GPU rank) at what their compute measured: samples per second of compute, pacing included.
-  const mixed = new Set(run.devices.map((device) => device.replace(/:\d+$/, ''))).size > 1;
+  const mixed = mixedDevices(run.devices);
   const rates = run.perRank.map(computeRate);
   const speeds = mixed ? rates : run.speeds;
   // What ranks at these speeds train together: Sync goes at its slowest rank's pace.

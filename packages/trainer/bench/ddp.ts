@@ -63,7 +63,7 @@ import { LAUNCH_MODES, type LaunchMode } from '@flodl/distributed';
 import { cuda, type Device, distributed } from '@flodl/tensor-native';
 import { FashionMnist } from '../src/data/index.js';
 import { benchArgs } from './cli-args.js';
-import { type Assessed, assess, printReport } from './ddp-report.js';
+import { type Assessed, assess, mixedDevices, printReport } from './ddp-report.js';
 import { type RankPart, type RunConfig, type RunResult, runConfig } from './ddp-run.js';
 
 const { values: args } = parseArgs({
@@ -178,9 +178,9 @@ async function main(): Promise<void> {
       }
       const alone = meanOfAlone(alones);
       if (references.includes('pytorch')) {
-        const kinds = new Set(devices.map((device) => device.replace(/:\d+$/, '')));
-        const reason =
-          kinds.size > 1 ? 'a CPU rank beside a GPU rank: DDP runs every rank on one backend' : undefined;
+        const reason = mixedDevices(devices)
+          ? 'a CPU rank beside a GPU rank: DDP runs every rank on one backend'
+          : undefined;
         const pytorch = reason === undefined ? pytorchRuns({ ...base, model }, dir, timeoutMs) : reason;
         if (typeof pytorch === 'string') skipped.push({ model, mode: 'pytorch', reason: pytorch });
         else measured.push(...pytorch.map((run) => assess(run, alone)));

@@ -49,9 +49,9 @@ const plans = new WeakMap<Module, Plan>();
  * writes its parameters pre-scaled by its `mass`, and its float buffers by 1 if it stepped, into
  * one flat buffer per dtype and device; one allReduce call carries them and the masses (a SUM
  * per buffer, issued together); then one pass per buffer divides each share, writes it into
- * its tensor and sums the divergence norms in float64. Every rank ends with the same bits. A round where no rank has mass
- * changes nothing. The model is written only after every allReduce succeeded, so a failed round
- * (a dead peer) leaves it as it was.
+ * its tensor and sums the divergence norms in float64. Every rank ends with the same bits. A
+ * round where no rank has mass changes nothing. The model is written only after every
+ * allReduce succeeded, so a failed round (a dead peer) leaves it as it was.
  *
  * The flat buffers are kept for the model's next rounds (one model-sized copy per rank, made on
  * the first round and again when the parameters change); `releaseCollectiveBuffers(model)` frees

@@ -22,8 +22,9 @@
 #                trainings apart, PyTorch alone and DDP over Gloo; DDP_REFERENCES=apart or ''
 #                narrows them)
 #   ddp-gpu      bench:ddp on real devices: a GPU rank beside a CPU rank (the Cpu modes), and
-#                with two or more GPUs one rank on each of two GPUs in every mode, beside
-#                PyTorch alone and DDP over NCCL on the same GPUs
+#                with two or more GPUs one rank on each of two GPUs in every mode (the MLP,
+#                the CNN and the wide ResNet), beside PyTorch alone and DDP over NCCL on the
+#                same GPUs; with one GPU, the ResNet's two ranks share it (the Cpu modes)
 # With $OUT set, the built addon and each phase's log are left there.
 set -uo pipefail
 root="$(pwd)"
@@ -103,18 +104,28 @@ for phase in "${phases[@]}"; do
       else echo "ddp skipped: no .device/fashion-mnist (gpu-pack.sh copies it from Debian's dataset-fashion-mnist)"; fi ;;
     ddp-gpu)
       # bench:ddp on real devices against the first GPU alone: cuda:0 beside a 1-thread CPU rank
-      # (host averaging only: NCCL needs every rank on a GPU), then cuda:0 + cuda:1 when lent.
+      # (host averaging only: NCCL needs every rank on a GPU; the MLP and the CNN), then with two
+      # or more GPUs one rank on each of cuda:0 and cuda:1 in every mode (the two, and the wide
+      # ResNet that keeps a GPU busy). With one GPU the ResNet runs with two ranks on it instead
+      # (the Cpu modes; NCCL needs a GPU per rank): its alone, PyTorch alone, and the host rounds
+      # of its 4.33M parameters. DDP_MODELS narrows the models.
       if [ -d .device/fashion-mnist ]; then
         (cd packages/trainer && set -e
           sets=(cuda:0,cpu)
-          [ "$gpus" -ge 2 ] && sets+=(cuda:0,cuda:1)
+          if [ "$gpus" -ge 2 ]; then sets+=(cuda:0,cuda:1); else sets+=(cuda:0,cuda:0); fi
           for devices in "${sets[@]}"; do
-            modes=CpuSync,CpuCadence,CpuAsync
-            [ "$devices" = cuda:0,cuda:1 ] && modes=CpuSync,CpuCadence,CpuAsync,NcclSync,NcclCadence
-            for model in mlp cnn; do
+            case "$devices" in
+              cuda:0,cpu) modes=CpuSync,CpuCadence,CpuAsync models="mlp cnn" ;;
+              cuda:0,cuda:0) modes=CpuCadence,CpuAsync models=resnet ;;
+              *) modes=CpuSync,CpuCadence,CpuAsync,NcclSync,NcclCadence models="mlp cnn resnet" ;;
+            esac
+            for model in $models; do
+              case " ${DDP_MODELS:-mlp cnn resnet} " in *" $model "*) ;; *) continue ;; esac
+              epochs=20
+              [ "$model" = resnet ] && epochs=10
               node --expose-gc --import tsx bench/ddp.ts --model $model --devices "$devices" --modes $modes \
                 ${DDP_REFERENCES+--references "$DDP_REFERENCES"} \
-                --root "$root/.device/fashion-mnist" --split test --samples 8000 --epochs 20 \
+                --root "$root/.device/fashion-mnist" --split test --samples 8000 --epochs $epochs \
                 ${OUT:+--json "$OUT/ddp-gpu-$model-${devices//[:,]/_}.json"}
             done
           done

@@ -12,8 +12,8 @@ A rank at speed s < 1 idles (time.sleep, no CPU) (1/s - 1) times the median of i
 steps after each step, standing in for a slower device as bench:ddp's paced ranks do; DDP
 averages the gradients at every step, so every rank goes at the slowest one's pace.
 
-Models, data and training match bench/ddp-run.ts: the Fashion-MNIST MLP 784-256-256-10 or the
-small CNN, images normalized with mean 0.2860 and std 0.3530, Adam (lr from the settings),
+Models, data and training match bench/ddp-run.ts: the Fashion-MNIST MLP 784-256-256-10, the
+small CNN or the wide ResNet-20, images normalized with mean 0.2860 and std 0.3530, Adam (lr from the settings),
 the first `samples` images of the split, a shuffle per epoch, the held-out images evaluated
 (accuracy and mean cross-entropy) with the trained parameters of rank 0. Exits with 3 when
 this interpreter has no torch (bench/ddp.ts then tries the next one).
@@ -73,7 +73,41 @@ def load(root, split, device="cpu"):
     return x.contiguous().to(device), torch.from_numpy(labels.astype(np.int64)).to(device)
 
 
+class BasicBlock(nn.Module):
+    """ResNet's basic block, as bench/fashion-models.ts builds it."""
+
+    def __init__(self, in_channels, out_channels, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_channels, out_channels, 3, stride=stride, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(out_channels)
+        self.conv2 = nn.Conv2d(out_channels, out_channels, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(out_channels)
+        self.shortcut = None
+        if stride != 1 or in_channels != out_channels:
+            self.shortcut = nn.Sequential(
+                nn.Conv2d(in_channels, out_channels, 1, stride=stride, bias=False), nn.BatchNorm2d(out_channels)
+            )
+
+    def forward(self, x):
+        branch = self.bn2(self.conv2(torch.relu(self.bn1(self.conv1(x)))))
+        return torch.relu(branch + (self.shortcut(x) if self.shortcut is not None else x))
+
+
+def resnet(widths=(64, 128, 256)):
+    """ResNet-20's layout at four times its width (bench/fashion-models.ts `resnet`)."""
+    layers = [nn.Conv2d(1, widths[0], 3, padding=1, bias=False), nn.BatchNorm2d(widths[0]), nn.ReLU()]
+    channels = widths[0]
+    for stage, width in enumerate(widths):
+        for block in range(3):
+            layers.append(BasicBlock(channels, width, 2 if stage > 0 and block == 0 else 1))
+            channels = width
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(channels, 10)]
+    return nn.Sequential(*layers)
+
+
 def build(model):
+    if model == "resnet":
+        return resnet()
     if model == "mlp":
         return nn.Sequential(
             nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10)

@@ -12,11 +12,11 @@ import { type Device, setNumThreads, tidy } from '@flodl/tensor-native';
 import { type BatchDataset, FashionMnist } from '../src/data/index.js';
 import { recordScalar, Trainer } from '../src/index.js';
 import { PacedAdam, Pacer } from './ddp-pace.js';
-import { cnn, mlp } from './fashion-models.js';
+import { cnn, mlp, resnet } from './fashion-models.js';
 
 /** What one child process runs. */
 export interface RunConfig {
-  model: 'mlp' | 'cnn';
+  model: 'mlp' | 'cnn' | 'resnet';
   /** A launch mode, or `alone`: the fastest rank on its own (one device, in-process). */
   mode: LaunchMode | 'alone';
   nproc: number;
@@ -99,16 +99,18 @@ export interface RunResult {
   blas?: string;
 }
 
+const MODELS: Record<RunConfig['model'], () => Sequential> = { mlp, cnn, resnet };
+
 function buildModel(model: RunConfig['model']): Sequential {
-  return model === 'mlp' ? mlp() : cnn();
+  return MODELS[model]();
 }
 
 function range(start: number, end: number): number[] {
   return Array.from({ length: end - start }, (_, index) => start + index);
 }
 
-/** Accuracy and mean cross-entropy of `model` on `indices` of `data`. */
-function evaluate(model: Sequential, data: FashionMnist, indices: number[]) {
+/** Accuracy and mean cross-entropy of `model` (on `device`) on `indices` of `data`. */
+function evaluate(model: Sequential, data: FashionMnist, indices: number[], device: Device) {
   model.eval();
   let correct = 0;
   let lossSum = 0;
@@ -116,7 +118,7 @@ function evaluate(model: Sequential, data: FashionMnist, indices: number[]) {
     const chunk = indices.slice(start, start + 1000);
     const [right, loss] = tidy(() =>
       noGrad(() => {
-        const [images, labels] = data.getBatch(chunk);
+        const [images, labels] = data.getBatch(chunk).map((tensor) => tensor.to(device));
         const logits = model.forward(images!);
         return [
           logits.argmax(1).eq(labels!).sum().item() as number,
@@ -233,9 +235,12 @@ export async function runConfig(config: RunConfig): Promise<void> {
     first === undefined ? wallMs : (arrivals.at(-1) as number) - (arrivals[0] as number) + first.epochMs;
   const samples = metrics.reduce((sum, m) => sum + m.perRankSamples.reduce((a, b) => a + b, 0), 0);
 
-  const model = buildModel(config.model);
+  // The consensus (parameters and buffers: batch norm's running statistics) evaluated on the
+  // device the fastest rank alone ran on.
+  const model = buildModel(config.model).to(config.aloneDevice);
   noGrad(() => {
     for (const [index, parameter] of model.parameters().entries()) parameter.copy_(state.params[index]!);
+    for (const [index, buffer] of model.buffers().entries()) buffer.copy_(state.buffers[index]!);
   });
   for (const tensor of [...state.params, ...state.buffers]) tensor.dispose();
   let evalSet = source;
@@ -244,7 +249,7 @@ export async function runConfig(config: RunConfig): Promise<void> {
     evalSet = new FashionMnist({ root: config.root, split: 'test', normalize: true });
     evalIndices = range(0, evalSet.length);
   }
-  const quality = evaluate(model, evalSet, evalIndices);
+  const quality = evaluate(model, evalSet, evalIndices, config.aloneDevice);
   const result: RunResult = {
     model: config.model,
     mode: config.mode,

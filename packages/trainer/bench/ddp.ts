@@ -1,6 +1,7 @@
 // `pnpm bench:ddp`: what several ranks buy over the fastest one alone, with the managed Trainer.
-// A real model (the Fashion-MNIST MLP 784-256-256-10 and a small CNN; Adam lr 1e-3, batch 128
-// per rank) trains on the same `--samples` images for `--epochs` epochs, then the consensus
+// A real model (the Fashion-MNIST MLP 784-256-256-10 and a small CNN, `--model all`; or, for
+// GPUs, `--model resnet`: ResNet-20's layout at four times its width, 4.33M parameters, a model
+// that keeps a GPU busy; Adam lr 1e-3, batch 128 per rank) trains on the same `--samples` images for `--epochs` epochs, then the consensus
 // parameters are evaluated (accuracy, loss) on held-out images: the test split when training
 // on `--split train`; with `--split test` (where the train split is not installed) the last
 // `--holdout` test images, which are never trained on. It runs the fastest rank alone (one
@@ -38,18 +39,21 @@
 // the machine gives that many trainings, the most a cluster of them can reach, and each run's
 // `of apart` is its share of it. `pytorch`: bench/ddp-pytorch.py trains the same model on the
 // same images with PyTorch, alone and with DistributedDataParallel (one process and thread per
-// rank, paced the same way, on the ranks' devices: Gloo on CPU ranks, NCCL on GPU ranks; not for
-// a CPU rank beside a GPU rank), with the first interpreter of `--python`,
-// $PYTHON, python3, /usr/bin/python3 that has torch (skipped, saying so, where none has);
+// rank, paced the same way, on the ranks' devices: Gloo on CPU ranks, NCCL on GPU ranks; DDP not
+// for a CPU rank beside a GPU rank nor two ranks on one GPU, where PyTorch alone still runs),
+// with the first interpreter of `--python`, $PYTHON, python3, /usr/bin/python3 that has torch
+// (skipped, saying so, where none has);
 // `--pytorch-blas DIR` puts a BLAS (such as Debian's OpenBLAS) first on its library path, since
 // Debian's libtorch links the reference BLAS. The report names the torch and BLAS it ran on.
 //
 // Real devices: `--devices cuda:0,cuda:1` puts one rank on each GPU, `--devices cuda:0,cpu` a CPU
 // rank beside a GPU rank (the extreme case: the Cpu modes only, since NCCL needs every rank on a
 // GPU); the fastest rank alone then runs on the first GPU listed, and the ideal ratio comes from
-// the ranks' measured speeds (Σ samples/s of each rank's compute / the fastest's).
+// the ranks' measured speeds (Σ samples/s of each rank's compute / the fastest's). Two ranks may
+// name one GPU (`cuda:0,cuda:0`, the Cpu modes only). `--modes ''` runs the fastest rank alone
+// and the references only.
 //
-//   node --expose-gc --import tsx bench/ddp.ts [--model mlp|cnn|all] [--nproc 2] [--devices cpu,cpu] [--speeds 1,0.5]
+//   node --expose-gc --import tsx bench/ddp.ts [--model mlp|cnn|resnet|all] [--nproc 2] [--devices cpu,cpu] [--speeds 1,0.5]
 //     [--modes CpuSync,CpuCadence,...] [--samples 12800] [--epochs 3] [--batch-size 128] [--lr 0.001]
 //     [--root DIR] [--split train|test] [--holdout 2000] [--repeat 1] [--timeout-s 1800] [--json out.json]
 //     [--references apart,pytorch] [--python PATH] [--pytorch-blas DIR]
@@ -120,9 +124,10 @@ async function main(): Promise<void> {
   if (speeds.length !== nproc || speeds.some((s) => !(s > 0 && s <= 1)))
     fail(`--speeds needs ${nproc} numbers in (0, 1] (one per rank), got ${args.speeds}`);
   const models = args.model === 'all' ? ['mlp', 'cnn'] : [args.model];
-  if (models.some((m) => m !== 'mlp' && m !== 'cnn'))
-    fail(`--model must be mlp, cnn or all, got ${args.model}`);
-  const modes = (args.modes as string).split(',') as LaunchMode[];
+  if (models.some((m) => m !== 'mlp' && m !== 'cnn' && m !== 'resnet'))
+    fail(`--model must be mlp, cnn, resnet or all (mlp and cnn), got ${args.model}`);
+  // `--modes ''`: the fastest rank alone and the references only.
+  const modes = (args.modes as string).split(',').filter((mode) => mode !== '') as LaunchMode[];
   for (const mode of modes)
     if (!LAUNCH_MODES.includes(mode)) fail(`--modes: ${mode} is not one of ${LAUNCH_MODES.join(', ')}`);
   if (args.split !== 'train' && args.split !== 'test')
@@ -178,10 +183,11 @@ async function main(): Promise<void> {
       }
       const alone = meanOfAlone(alones);
       if (references.includes('pytorch')) {
-        const reason = mixedDevices(devices)
-          ? 'a CPU rank beside a GPU rank: DDP runs every rank on one backend'
-          : undefined;
-        const pytorch = reason === undefined ? pytorchRuns({ ...base, model }, dir, timeoutMs) : reason;
+        // Where DDP cannot run on these devices, PyTorch alone still does.
+        const ddpReason = ddpSkip(devices);
+        if (ddpReason !== undefined) skipped.push({ model, mode: 'PyTorch DDP', reason: ddpReason });
+        const pytorchModes = ddpReason === undefined ? (['alone', 'ddp'] as const) : (['alone'] as const);
+        const pytorch = pytorchRuns({ ...base, model }, pytorchModes, dir, timeoutMs);
         if (typeof pytorch === 'string') skipped.push({ model, mode: 'pytorch', reason: pytorch });
         else measured.push(...pytorch.map((run) => assess(run, alone)));
       }
@@ -219,6 +225,7 @@ const PYTORCH_SCRIPT = fileURLToPath(new URL('./ddp-pytorch.py', import.meta.url
  */
 function pytorchRuns(
   config: Omit<RunConfig, 'out' | 'log' | 'mode'>,
+  modes: readonly ('alone' | 'ddp')[],
   dir: string,
   timeoutMs: number,
 ): RunResult[] | string {
@@ -229,7 +236,7 @@ function pytorchRuns(
   const tried: string[] = [];
   for (const python of pythons()) {
     const results: RunResult[] = [];
-    for (const mode of ['alone', 'ddp'] as const) {
+    for (const mode of modes) {
       counter += 1;
       const out = join(dir, `pytorch-${counter}.json`);
       const settings = { ...config, mode, out };
@@ -253,7 +260,7 @@ function pytorchRuns(
       }
       results.push(pytorchResult(JSON.parse(readFileSync(out, 'utf8'))));
     }
-    if (results.length === 2) return results;
+    if (results.length === modes.length) return results;
   }
   return `no interpreter with torch (${tried.join('; ')}); install python3-torch or pass --python`;
 }
@@ -290,8 +297,22 @@ function ncclSkip(mode: LaunchMode, devices: readonly Device[], gloo: boolean): 
   const onGpu = devices.filter((device) => device !== 'cpu').length;
   if (onGpu > 0 && onGpu < devices.length)
     return 'a CPU rank beside GPU ranks averages on the host only (Cpu modes)';
+  if (sharedGpu(devices)) return 'two ranks on one GPU: NCCL needs a GPU per rank';
   if (onGpu === 0 && !gloo) return 'this libtorch has no Gloo (the Nccl modes on CPU ranks need it)';
   return undefined;
+}
+
+/** Why PyTorch's DDP cannot run on `devices` (one backend for every rank, NCCL a GPU per rank). */
+function ddpSkip(devices: readonly Device[]): string | undefined {
+  if (mixedDevices(devices)) return 'a CPU rank beside a GPU rank: DDP runs every rank on one backend';
+  if (sharedGpu(devices)) return 'two ranks on one GPU: NCCL needs a GPU per rank';
+  return undefined;
+}
+
+/** True when two ranks name the same GPU (`cuda:0,cuda:0`: the Cpu modes can share it). */
+function sharedGpu(devices: readonly Device[]): boolean {
+  const gpus = devices.filter((device) => device !== 'cpu');
+  return new Set(gpus).size < gpus.length;
 }
 
 /** `cpu`, `cuda:0 + cpu`, `2 × cuda` … for the report's first line. */

@@ -7,6 +7,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cuda } from '@flodl/tensor-native';
 import { describe, expect, it } from 'vitest';
+import { resnet } from '../bench/fashion-models.js';
 
 const bench = join(dirname(fileURLToPath(import.meta.url)), '..', 'bench', 'ddp.ts');
 const hasData = existsSync('/usr/share/datasets/fashion-mnist');
@@ -162,6 +163,70 @@ describe('bench:ddp', () => {
       }
     },
     150_000,
+  );
+
+  it.skipIf(!hasData)(
+    "trains the wide ResNet alone with `--modes ''` (the fastest rank alone, no modes)",
+    () => {
+      const dir = mkdtempSync(join(tmpdir(), 'flodl-bench-ddp-test-'));
+      try {
+        const out = join(dir, 'result.json');
+        const child = spawnSync(
+          process.execPath,
+          [
+            ...['--expose-gc', '--import', 'tsx', bench, '--model', 'resnet', '--modes', ''],
+            ...['--samples', '32', '--batch-size', '16', '--epochs', '1', '--split', 'test'],
+            ...['--holdout', '20', '--references', '', '--json', out],
+          ],
+          { encoding: 'utf8', timeout: 120_000 },
+        );
+        expect(child.status, child.stderr).toBe(0);
+        const report = JSON.parse(readFileSync(out, 'utf8'));
+        expect(report.settings.models).toEqual(['resnet']);
+        expect(report.settings.modes).toEqual([]);
+        expect(report.runs).toHaveLength(1);
+        const [alone] = report.runs;
+        expect(alone).toMatchObject({
+          model: 'resnet',
+          mode: 'alone',
+          samples: 32,
+          evalSamples: 20,
+          rounds: 0,
+        });
+        expect(Number.isFinite(alone.loss)).toBe(true);
+        expect(alone.perRank[0].workPerStepMs).toBeGreaterThan(0);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+    150_000,
+  );
+
+  it.skipIf(!hasTorch)(
+    "builds the wide ResNet with PyTorch's reference model's parameters",
+    () => {
+      const script = [
+        'import importlib.util, json, sys',
+        'spec = importlib.util.spec_from_file_location("reference", sys.argv[1])',
+        'module = importlib.util.module_from_spec(spec)',
+        'spec.loader.exec_module(module)',
+        'model = module.build("resnet")',
+        'print(json.dumps({"parameters": [list(p.shape) for p in model.parameters()],',
+        '                  "buffers": [list(b.shape) for b in model.buffers()]}))',
+      ].join('\n');
+      const reference = join(dirname(bench), 'ddp-pytorch.py');
+      const child = spawnSync(TORCH_PYTHON, ['-c', script, reference], { encoding: 'utf8' });
+      expect(child.status, child.stderr).toBe(0);
+      const shapes = JSON.parse(child.stdout);
+      const model = resnet();
+      // The same tensors in the same order (4.33M parameters; batch norm's statistics as buffers).
+      expect(model.parameters().map((parameter) => parameter.shape)).toEqual(shapes.parameters);
+      expect(model.buffers().map((buffer) => buffer.shape)).toEqual(shapes.buffers);
+      const count = model.parameters().reduce((sum, p) => sum + p.shape.reduce((a, b) => a * b, 1), 0);
+      expect(count).toBe(4_326_602);
+      model.dispose();
+    },
+    60_000,
   );
 
   it.skipIf(!hasData || !hasTorch)(

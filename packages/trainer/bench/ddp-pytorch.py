@@ -158,7 +158,8 @@ def train(settings, rank, world, speed, device):
     count = min(settings["samples"], usable)
     torch.manual_seed(SEED)
     model = build(settings["model"]).to(device)
-    if world == 1:
+    distributed = dist.is_initialized()  # mode `ddp`, with one rank too
+    if not distributed:
         trained = model
     else:
         trained = DistributedDataParallel(model, device_ids=[torch.device(device).index] if cuda else None)
@@ -166,7 +167,7 @@ def train(settings, rank, world, speed, device):
     batch = settings["batchSize"]
     recent, samples, steps = [], 0, 0
     compute_s = data_s = idle_s = 0.0
-    if world > 1:
+    if distributed:
         dist.barrier()
     started = time.perf_counter()
     for epoch in range(settings["epochs"]):
@@ -194,7 +195,7 @@ def train(settings, rank, world, speed, device):
             samples += len(rows)
             steps += 1
         last_loss = float(loss)
-    if world > 1:
+    if distributed:
         dist.barrier()
     if cuda:
         torch.cuda.synchronize()
@@ -253,7 +254,7 @@ def finish(settings, model, parts, started, device):
         "accuracy": accuracy,
         "loss": loss,
         "finalTrainLoss": parts[0]["finalTrainLoss"],
-        "rounds": parts[0]["steps"] if len(parts) > 1 else 0,
+        "rounds": parts[0]["steps"] if settings["mode"] == "ddp" else 0,
         "perRank": parts,
     }
     with open(settings["out"], "w") as file:

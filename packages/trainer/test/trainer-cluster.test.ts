@@ -77,7 +77,7 @@ describe.concurrent('Trainer clusters: speeds, failures, bad use', () => {
       batchSize: 8,
       numEpochs: 2,
       devices: ['cpu', 'cpu'],
-      stepDelayMs: [0, 8],
+      stepDelayMs: [0, 24], // the slow rank clearly slower even on a loaded machine
     };
     const [cadence, sync] = await Promise.all([
       runScript({ ...work, mode: 'CpuCadence' }),

@@ -128,20 +128,13 @@ void awaitWork(Call& c, GroupEntry& group, const char* what, const c10::intrusiv
 #if FLODL_HAS_NCCL
     if (group.nccl) {
       // NCCL's wait() only orders streams unless blocking-wait is on: poll for completion instead.
-      // The first millisecond yields between polls rather than sleeping: a sleep of 50 µs lasts
-      // 60-110 (the kernel's timer slack), as long as a whole reduction of a mid-sized model
-      // over NVLink, and a round at every step (NcclSync) would pay it each time.
-      const auto started = std::chrono::steady_clock::now();
-      const auto deadline = started + limit;
-      const auto spinUntil = started + std::chrono::milliseconds(1);
+      const auto deadline = std::chrono::steady_clock::now() + limit;
       while (!work->isCompleted()) {
-        const auto now = std::chrono::steady_clock::now();
-        if (now >= deadline) {
+        if (std::chrono::steady_clock::now() >= deadline) {
           gaveUp = true;
           break;
         }
-        if (now < spinUntil) std::this_thread::yield();
-        else std::this_thread::sleep_for(std::chrono::microseconds(50));
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
       }
       if (!gaveUp) work->wait();
     } else if (!work->wait(limit)) {

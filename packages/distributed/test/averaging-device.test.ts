@@ -210,3 +210,51 @@ describe.each(DEVICES)('averaging on $device', ({ device, skip }) => {
     },
   );
 });
+
+describe('the CPU packing loops on long float32 tensors (vector lanes where the CPU has them)', () => {
+  it('scale, divide and sum the norms with the bits of one element at a time', () => {
+    tidy(() => {
+      manualSeed(11);
+      // Lengths that leave tails behind eight- and four-float lanes; the sums' lanes run on
+      // from one member to the next.
+      const members = [randn([1027]), randn([13]), randn([2, 7])];
+      const count = 1027 + 13 + 14;
+      const flat = zeros([count]);
+      aten.call('averagePack', members, flat, 2.7);
+      const scale = Math.fround(2.7);
+      const packed = members.flatMap((member) => floats(member).map((value) => Math.fround(value * scale)));
+      expect(floats(flat)).toEqual(packed);
+
+      const before = members.map(floats);
+      const sums = aten.call('averageUnpack', members, flat, 3.3, true) as Tensor;
+      // Element i of a member goes to lane i & 3 of each sum, each square rounded, then
+      // (l0 + l1) + (l2 + l3): the norms in float64 to the bit.
+      const by = Math.fround(3.3);
+      const lanes = [0, 1, 2].map(() => [0, 0, 0, 0]);
+      let offset = 0;
+      before.forEach((values, index) => {
+        const after = floats(members[index] as Tensor);
+        values.forEach((pre, i) => {
+          const post = Math.fround((packed[offset + i] as number) / by);
+          expect(after[i]).toBe(post);
+          const diff = pre - post;
+          const lane = i & 3;
+          (lanes[0] as number[])[lane] += pre * pre;
+          (lanes[1] as number[])[lane] += diff * diff;
+          (lanes[2] as number[])[lane] += post * post;
+        });
+        offset += values.length;
+      });
+      const total = (l: number[]) =>
+        (l[0] as number) + (l[1] as number) + ((l[2] as number) + (l[3] as number));
+      expect(sums.toArray()).toEqual(lanes.map(total));
+
+      // Without norms: the share alone.
+      aten.call('averagePack', members, flat, 1);
+      const again = members.flatMap(floats);
+      expect(aten.call('averageUnpack', members, flat, 0.7, false)).toBeUndefined();
+      const seven = Math.fround(0.7);
+      expect(members.flatMap(floats)).toEqual(again.map((value) => Math.fround(value / seven)));
+    });
+  });
+});

@@ -230,7 +230,10 @@ describe('the CPU packing loops on long float32 tensors (vector lanes where the 
       // Element i of a member goes to lane i & 3 of each sum, each square rounded, then
       // (l0 + l1) + (l2 + l3): the norms in float64 to the bit.
       const by = Math.fround(3.3);
-      const lanes = [0, 1, 2].map(() => [0, 0, 0, 0]);
+      const [preSq, diffSq, postSq] = [0, 1, 2].map(() => [0, 0, 0, 0]) as [number[], number[], number[]];
+      const add = (lanes: number[], lane: number, value: number) => {
+        lanes[lane] = (lanes[lane] as number) + value;
+      };
       let offset = 0;
       before.forEach((values, index) => {
         const after = floats(members[index] as Tensor);
@@ -239,15 +242,15 @@ describe('the CPU packing loops on long float32 tensors (vector lanes where the 
           expect(after[i]).toBe(post);
           const diff = pre - post;
           const lane = i & 3;
-          (lanes[0] as number[])[lane] += pre * pre;
-          (lanes[1] as number[])[lane] += diff * diff;
-          (lanes[2] as number[])[lane] += post * post;
+          add(preSq, lane, pre * pre);
+          add(diffSq, lane, diff * diff);
+          add(postSq, lane, post * post);
         });
         offset += values.length;
       });
       const total = (l: number[]) =>
         (l[0] as number) + (l[1] as number) + ((l[2] as number) + (l[3] as number));
-      expect(sums.toArray()).toEqual(lanes.map(total));
+      expect(sums.toArray()).toEqual([preSq, diffSq, postSq].map(total));
 
       // Without norms: the share alone.
       aten.call('averagePack', members, flat, 1);

@@ -101,6 +101,9 @@ export interface RunResult {
 
 const MODELS: Record<RunConfig['model'], () => Sequential> = { mlp, cnn, resnet };
 
+/** The models `--model` names. */
+export const MODEL_NAMES = Object.keys(MODELS) as readonly RunConfig['model'][];
+
 function buildModel(model: RunConfig['model']): Sequential {
   return MODELS[model]();
 }

@@ -1,8 +1,8 @@
 // `pnpm bench:ddp`: what several ranks buy over the fastest one alone, with the managed Trainer.
 // A real model (the Fashion-MNIST MLP 784-256-256-10 and a small CNN, `--model all`; or, for
 // GPUs, `--model resnet`: ResNet-20's layout at four times its width, 4.33M parameters, a model
-// that keeps a GPU busy; Adam lr 1e-3, batch 128 per rank) trains on the same `--samples` images for `--epochs` epochs, then the consensus
-// parameters are evaluated (accuracy, loss) on held-out images: the test split when training
+// that keeps a GPU busy; Adam lr 1e-3, batch 128 per rank) trains on the same `--samples` images
+// for `--epochs` epochs, then the consensus parameters are evaluated (accuracy, loss) on held-out images: the test split when training
 // on `--split train`; with `--split test` (where the train split is not installed) the last
 // `--holdout` test images, which are never trained on. It runs the fastest rank alone (one
 // device, in-process), then `--nproc` CPU ranks in each mode (CpuSync, CpuCadence, CpuAsync,
@@ -42,9 +42,8 @@
 // rank, paced the same way, on the ranks' devices: Gloo on CPU ranks, NCCL on GPU ranks; DDP not
 // for a CPU rank beside a GPU rank nor two ranks on one GPU, where PyTorch alone still runs),
 // with the first interpreter of `--python`, $PYTHON, python3, /usr/bin/python3 that has torch
-// (skipped, saying so, where none has);
-// `--pytorch-blas DIR` puts a BLAS (such as Debian's OpenBLAS) first on its library path, since
-// Debian's libtorch links the reference BLAS. The report names the torch and BLAS it ran on.
+// (skipped, saying so, where none has); `--pytorch-blas DIR` puts a BLAS (such as Debian's
+// OpenBLAS) first on its library path, since Debian's libtorch links the reference BLAS. The report names the torch and BLAS it ran on.
 //
 // Real devices: `--devices cuda:0,cuda:1` puts one rank on each GPU, `--devices cuda:0,cpu` a CPU
 // rank beside a GPU rank (the extreme case: the Cpu modes only, since NCCL needs every rank on a
@@ -68,7 +67,7 @@ import { cuda, type Device, distributed } from '@flodl/tensor-native';
 import { FashionMnist } from '../src/data/index.js';
 import { benchArgs } from './cli-args.js';
 import { type Assessed, assess, mixedDevices, printReport } from './ddp-report.js';
-import { type RankPart, type RunConfig, type RunResult, runConfig } from './ddp-run.js';
+import { MODEL_NAMES, type RankPart, type RunConfig, type RunResult, runConfig } from './ddp-run.js';
 
 const { values: args } = parseArgs({
   args: benchArgs(),
@@ -124,8 +123,8 @@ async function main(): Promise<void> {
   if (speeds.length !== nproc || speeds.some((s) => !(s > 0 && s <= 1)))
     fail(`--speeds needs ${nproc} numbers in (0, 1] (one per rank), got ${args.speeds}`);
   const models = args.model === 'all' ? ['mlp', 'cnn'] : [args.model];
-  if (models.some((m) => m !== 'mlp' && m !== 'cnn' && m !== 'resnet'))
-    fail(`--model must be mlp, cnn, resnet or all (mlp and cnn), got ${args.model}`);
+  if (models.some((m) => !(MODEL_NAMES as readonly string[]).includes(m as string)))
+    fail(`--model must be ${MODEL_NAMES.join(', ')} or all (mlp and cnn), got ${args.model}`);
   // `--modes ''`: the fastest rank alone and the references only.
   const modes = (args.modes as string).split(',').filter((mode) => mode !== '') as LaunchMode[];
   for (const mode of modes)
@@ -297,7 +296,7 @@ function ncclSkip(mode: LaunchMode, devices: readonly Device[], gloo: boolean): 
   const onGpu = devices.filter((device) => device !== 'cpu').length;
   if (onGpu > 0 && onGpu < devices.length)
     return 'a CPU rank beside GPU ranks averages on the host only (Cpu modes)';
-  if (sharedGpu(devices)) return 'two ranks on one GPU: NCCL needs a GPU per rank';
+  if (sharedGpu(devices)) return SHARED_GPU;
   if (onGpu === 0 && !gloo) return 'this libtorch has no Gloo (the Nccl modes on CPU ranks need it)';
   return undefined;
 }
@@ -305,9 +304,11 @@ function ncclSkip(mode: LaunchMode, devices: readonly Device[], gloo: boolean): 
 /** Why PyTorch's DDP cannot run on `devices` (one backend for every rank, NCCL a GPU per rank). */
 function ddpSkip(devices: readonly Device[]): string | undefined {
   if (mixedDevices(devices)) return 'a CPU rank beside a GPU rank: DDP runs every rank on one backend';
-  if (sharedGpu(devices)) return 'two ranks on one GPU: NCCL needs a GPU per rank';
+  if (sharedGpu(devices)) return SHARED_GPU;
   return undefined;
 }
+
+const SHARED_GPU = 'two ranks on one GPU: NCCL needs a GPU per rank';
 
 /** True when two ranks name the same GPU (`cuda:0,cuda:0`: the Cpu modes can share it). */
 function sharedGpu(devices: readonly Device[]): boolean {

@@ -74,7 +74,7 @@ class BasicBlock extends Module {
 }
 
 /** The widths of `resnet`'s three stages (ResNet-20's 16, 32, 64, four times over). */
-export const RESNET_WIDTHS = [64, 128, 256] as const;
+const RESNET_WIDTHS = [64, 128, 256] as const;
 
 /**
  * ResNet-20's layout (floDl's DDP benchmark model) at four times its width, on 28×28 images: a

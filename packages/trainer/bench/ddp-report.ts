@@ -1,6 +1,7 @@
 // The verdict and the printed report of `pnpm bench:ddp`: each run against the fastest rank
 // alone, its ideal ratio, and where the time went when it falls short.
 import type { RankPart, RunResult } from './ddp-run.js';
+import { describeThreadUse } from './ddp-threads.js';
 
 /** Fraction of the ideal ratio a run must reach (1.35x of 1.5x; 1.8x of 2x). */
 export const RATIO_TARGET = 0.9;
@@ -111,6 +112,14 @@ export function assess(run: RunResult, alone: RunResult, apart?: Assessed): Asse
             `(${((run.averagingMs / run.trainMs) * 100).toFixed(1)}% of training time); ` +
             `rank start-up and shutdown ${((run.wallMs - run.trainMs) / 1000).toFixed(1)} s`,
           `shares by epoch: ${epochShares(run.epochShares)}`,
+          ...(run.threads === undefined
+            ? []
+            : [
+                `threads over epochs ${run.threads.fromEpoch}-${run.threads.toEpoch}: ${describeThreadUse(run.threads.uses)}`,
+              ]),
+          ...(apart?.threads === undefined
+            ? []
+            : [`threads of the trainings apart: ${describeThreadUse(apart.threads.uses)}`]),
           ...(apart === undefined || ofApart === undefined
             ? []
             : [

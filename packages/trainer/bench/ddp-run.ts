@@ -12,6 +12,7 @@ import { type Device, setNumThreads, tidy } from '@flodl/tensor-native';
 import { type BatchDataset, FashionMnist } from '../src/data/index.js';
 import { recordScalar, Trainer } from '../src/index.js';
 import { PacedAdam, Pacer } from './ddp-pace.js';
+import { snapshotThreads, type ThreadSnapshot, type ThreadUse, threadUse } from './ddp-threads.js';
 import { cnn, mlp, resnet } from './fashion-models.js';
 
 /** What one child process runs. */
@@ -94,12 +95,20 @@ export interface RunResult {
   epochShares: number[][];
   /** The fastest rank alone this run was compared with: samples/s of each of its runs. */
   aloneRuns?: number[];
+  /**
+   * Where the CPU went over the epochs after the first (Linux): this process's threads and each
+   * rank's, from the first epoch's arrival to the last one's.
+   */
+  threads?: { fromEpoch: number; toEpoch: number; windowMs: number; uses: ThreadUse[] };
   /** The PyTorch reference's torch version and the BLAS library it ran on. */
   torch?: string;
   blas?: string;
 }
 
 const MODELS: Record<RunConfig['model'], () => Sequential> = { mlp, cnn, resnet };
+
+/** The shortest window the threads' use is reported over, ms. */
+const MIN_THREAD_WINDOW_MS = 10;
 
 /** The models `--model` names. */
 export const MODEL_NAMES = Object.keys(MODELS) as readonly RunConfig['model'][];
@@ -188,6 +197,18 @@ function rankParts(
   });
 }
 
+/** The `threads` of a result, where both snapshots were taken at least a few ms apart. */
+function threadsOver(
+  from: ThreadSnapshot | undefined,
+  to: ThreadSnapshot | undefined,
+  epochs: number,
+): Pick<RunResult, 'threads'> {
+  const windowMs = from === undefined || to === undefined ? 0 : to.atMs - from.atMs;
+  // A single device's epochs can arrive together, after its training: no window to speak of.
+  if (from === undefined || to === undefined || windowMs < MIN_THREAD_WINDOW_MS) return {};
+  return { threads: { fromEpoch: 2, toEpoch: epochs, windowMs, uses: threadUse(from, to) } };
+}
+
 /** Runs `config` in this process's role (single device, launcher, or one of the ranks). */
 export async function runConfig(config: RunConfig): Promise<void> {
   setNumThreads(1);
@@ -227,9 +248,16 @@ export async function runConfig(config: RunConfig): Promise<void> {
   }
   const metrics: EpochMetrics[] = [];
   const arrivals: number[] = [];
+  // The threads' counters as the first epoch and the last arrive (the ranks still live): the
+  // window leaves out start-up and the first epoch, planned before the ranks were measured.
+  const self = alone ? 'alone' : 'launcher';
+  let firstThreads: ThreadSnapshot | undefined;
+  let lastThreads: ThreadSnapshot | undefined;
   for await (const epoch of handle.metrics()) {
     metrics.push(epoch);
     arrivals.push(performance.now());
+    if (metrics.length === 1) firstThreads = snapshotThreads(self);
+    else if (metrics.length === config.epochs) lastThreads = snapshotThreads(self);
   }
   const state = await handle.join();
   const wallMs = performance.now() - started;
@@ -270,6 +298,7 @@ export async function runConfig(config: RunConfig): Promise<void> {
     finalTrainLoss: metrics.at(-1)?.avgLoss ?? Number.NaN,
     ...averagingRounds(config.log),
     perRank: rankParts(config, speeds, metrics, trainMs),
+    ...threadsOver(firstThreads, lastThreads, config.epochs),
     epochShares: metrics.map((m) => {
       const total = m.perRankSamples.reduce((a, b) => a + b, 0);
       return m.perRankSamples.map((count) => (total > 0 ? count / total : 0));

@@ -435,7 +435,8 @@ async function apart(
     timeoutMs,
   );
   const samples = runs.reduce((sum, run) => sum + run.samples, 0);
-  const first = runs[config.speeds.indexOf(fastest)] as RunResult;
+  // The fastest training's result, less its own threads (the trainings' go side by side below).
+  const { threads: _, ...first } = runs[config.speeds.indexOf(fastest)] as RunResult;
   return {
     ...first,
     mode: 'apart',
@@ -455,6 +456,19 @@ async function apart(
       share: run.samples / samples,
     })),
     epochShares: [],
+    ...apartThreads(runs),
+  };
+}
+
+/** The trainings' threads side by side (`training N`), where every one of them has them. */
+function apartThreads(runs: RunResult[]): Pick<RunResult, 'threads'> {
+  const first = runs[0]?.threads;
+  if (first === undefined || runs.some((run) => run.threads === undefined)) return {};
+  const uses = runs.flatMap((run, index) =>
+    (run.threads?.uses ?? []).map((use) => ({ ...use, process: `training ${index}` })),
+  );
+  return {
+    threads: { ...first, windowMs: Math.max(...runs.map((run) => run.threads?.windowMs ?? 0)), uses },
   };
 }
 

@@ -11,6 +11,7 @@ import { resnet } from '../bench/fashion-models.js';
 
 const bench = join(dirname(fileURLToPath(import.meta.url)), '..', 'bench', 'ddp.ts');
 const hasData = existsSync('/usr/share/datasets/fashion-mnist');
+const hasSchedstat = existsSync(`/proc/${process.pid}/task/${process.pid}/schedstat`);
 // The PyTorch reference's test runs where Debian's python3-torch (with Gloo) is installed.
 const TORCH_PYTHON = '/usr/bin/python3';
 const hasTorch =
@@ -158,6 +159,18 @@ describe('bench:ddp', () => {
         expect(cadence.measuredIdeal).toBeGreaterThan(0);
         expect(alone.measuredIdeal).toBe(1);
         expect(cadence.perRank[0].share + cadence.perRank[1].share).toBeCloseTo(1);
+        // Where the CPU went over the epochs after the first, per process (Linux): the launcher
+        // and each rank, main thread and the rest.
+        if (hasSchedstat) {
+          expect(cadence.threads).toMatchObject({ fromEpoch: 2, toEpoch: 2 });
+          expect(cadence.threads.windowMs).toBeGreaterThan(0);
+          expect(cadence.threads.uses.map((use: { process: string }) => use.process)).toEqual([
+            'launcher',
+            'rank 0',
+            'rank 1',
+          ]);
+          for (const use of cadence.threads.uses) expect(use.mainOnCore + use.mainWaiting).toBeLessThan(1.05);
+        }
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }

@@ -15,8 +15,8 @@ averages the gradients at every step, so every rank goes at the slowest one's pa
 Models, data and training match bench/ddp-run.ts: the Fashion-MNIST MLP 784-256-256-10, the
 small CNN or the wide ResNet-20, images normalized with mean 0.2860 and std 0.3530, Adam (lr
 from the settings), the first `samples` images of the split, a shuffle per epoch, the held-out
-images evaluated (accuracy and mean cross-entropy) with the trained model of rank 0. Exits with 3 when
-this interpreter has no torch (bench/ddp.ts then tries the next one).
+images evaluated (accuracy and mean cross-entropy) with the trained model of rank 0. Exits with 3
+when this interpreter has no torch (bench/ddp.ts then tries the next one).
 
     python3 bench/ddp-pytorch.py '{"model": "mlp", "mode": "ddp", "nproc": 2, "speeds": [1, 1],
         "samples": 60000, "epochs": 3, "batchSize": 128, "lr": 0.001,

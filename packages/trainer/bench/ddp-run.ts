@@ -203,9 +203,10 @@ function threadsOver(
   to: ThreadSnapshot | undefined,
   epochs: number,
 ): Pick<RunResult, 'threads'> {
-  const windowMs = from === undefined || to === undefined ? 0 : to.atMs - from.atMs;
+  if (from === undefined || to === undefined) return {};
+  const windowMs = to.atMs - from.atMs;
   // A single device's epochs can arrive together, after its training: no window to speak of.
-  if (from === undefined || to === undefined || windowMs < MIN_THREAD_WINDOW_MS) return {};
+  if (windowMs < MIN_THREAD_WINDOW_MS) return {};
   return { threads: { fromEpoch: 2, toEpoch: epochs, windowMs, uses: threadUse(from, to) } };
 }
 

@@ -2,9 +2,9 @@
 // A real model (the Fashion-MNIST MLP 784-256-256-10 and a small CNN, `--model all`; or, for
 // GPUs, `--model resnet`: ResNet-20's layout at four times its width, 4.33M parameters, a model
 // that keeps a GPU busy; Adam lr 1e-3, batch 128 per rank) trains on the same `--samples` images
-// for `--epochs` epochs, then the consensus parameters are evaluated (accuracy, loss) on held-out images: the test split when training
-// on `--split train`; with `--split test` (where the train split is not installed) the last
-// `--holdout` test images, which are never trained on. It runs the fastest rank alone (one
+// for `--epochs` epochs, then the consensus parameters are evaluated (accuracy, loss) on held-out
+// images: the test split when training on `--split train`; with `--split test` (where the train
+// split is not installed) the last `--holdout` test images, which are never trained on. It runs the fastest rank alone (one
 // device, in-process), then `--nproc` CPU ranks in each mode (CpuSync, CpuCadence, CpuAsync,
 // NcclSync, NcclCadence; the Nccl modes average over Gloo on CPU ranks and are skipped, saying
 // so, where this libtorch has no Gloo). Every rank and the single run use one thread.
@@ -43,7 +43,8 @@
 // for a CPU rank beside a GPU rank nor two ranks on one GPU, where PyTorch alone still runs),
 // with the first interpreter of `--python`, $PYTHON, python3, /usr/bin/python3 that has torch
 // (skipped, saying so, where none has); `--pytorch-blas DIR` puts a BLAS (such as Debian's
-// OpenBLAS) first on its library path, since Debian's libtorch links the reference BLAS. The report names the torch and BLAS it ran on.
+// OpenBLAS) first on its library path, since Debian's libtorch links the reference BLAS. The
+// report names the torch and BLAS it ran on.
 //
 // Real devices: `--devices cuda:0,cuda:1` puts one rank on each GPU, `--devices cuda:0,cpu` a CPU
 // rank beside a GPU rank (the extreme case: the Cpu modes only, since NCCL needs every rank on a
@@ -462,13 +463,14 @@ async function apart(
 
 /** The trainings' threads side by side (`training N`), where every one of them has them. */
 function apartThreads(runs: RunResult[]): Pick<RunResult, 'threads'> {
-  const first = runs[0]?.threads;
-  if (first === undefined || runs.some((run) => run.threads === undefined)) return {};
-  const uses = runs.flatMap((run, index) =>
-    (run.threads?.uses ?? []).map((use) => ({ ...use, process: `training ${index}` })),
+  const each = runs.map((run) => run.threads);
+  if (each.some((threads) => threads === undefined)) return {};
+  const all = each as NonNullable<RunResult['threads']>[];
+  const uses = all.flatMap((threads, index) =>
+    threads.uses.map((use) => ({ ...use, process: `training ${index}` })),
   );
   return {
-    threads: { ...first, windowMs: Math.max(...runs.map((run) => run.threads?.windowMs ?? 0)), uses },
+    threads: { ...(all[0] as (typeof all)[0]), windowMs: Math.max(...all.map((t) => t.windowMs)), uses },
   };
 }
 

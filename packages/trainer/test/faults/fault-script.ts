@@ -2,7 +2,9 @@
 // every rank, as in a user's run. argv[2] is a JSON FaultConfig. The fault is scripted by rank
 // and phase, and fired by the rank on itself at a deterministic point:
 //   before:     the first round after this rank's step `step` of epoch `epoch` called it
-//               in; it has contributed nothing yet
+//               in; it has contributed nothing yet (steps count from the rank's first plan
+//               of that epoch, on through later ones: with chunks handed out ahead, a rank
+//               may hold the next epoch's plan before the round comes)
 //   during:     its contribution to that round left (host modes: the snapshot was sent on
 //               the data channel; collective modes: its buffers were reduced, its masses not:
 //               the script splits the round's one allReduce call in two)
@@ -34,8 +36,8 @@ export interface Fault {
   rank?: number;
   signal?: 'SIGKILL' | 'SIGSTOP';
   /**
-   * The rank's step within epoch `epoch` (1-based): the round after it (before / during /
-   * after), or the step that throws (throw).
+   * The rank's step (1-based) counted from its first plan of epoch `epoch`: the round after
+   * it (before / during / after), or the step that throws (throw).
    */
   step?: number;
   /** The epoch, 0-based (every fault but checkpoint). */
@@ -95,9 +97,11 @@ if (rank >= 0 && mine('checkpoint')) scriptCheckpointWrite(fault as Fault);
 
 /** The epoch (1-based) of the eval the coordinator last asked for. */
 let evalEpoch = 0;
-/** The epoch this rank trains (from the coordinator's plans), and its steps in it. */
-let epoch = -1;
-let epochSteps = 0;
+/**
+ * This rank's steps since its first plan of the fault's epoch or a later one (from the
+ * coordinator's plans); undefined before that plan.
+ */
+let stepsIn: number | undefined;
 
 /**
  * Wraps the rank's session (the Trainer joins through `DistributedSession.join`) to fire at a
@@ -112,15 +116,17 @@ function scriptSession(planned: Fault): void {
       ...options,
       onControl: (message) => {
         if (message.type === 'ExecuteEvalCallback') evalEpoch = message.epoch;
-        if (message.type === 'StartEpoch' && message.plan.epoch !== epoch) {
-          epoch = message.plan.epoch;
-          epochSteps = 0;
-        }
+        if (
+          message.type === 'StartEpoch' &&
+          stepsIn === undefined &&
+          message.plan.epoch >= (planned.epoch ?? 0)
+        )
+          stepsIn = 0;
         options.onControl?.(message);
       },
       onBeforeAverage: (event) => {
         round = event.version;
-        if (target === undefined && epoch === planned.epoch && epochSteps >= (planned.step ?? 0))
+        if (target === undefined && stepsIn !== undefined && stepsIn >= (planned.step ?? 0))
           target = event.version;
         options.onBeforeAverage?.(event);
         if (mine('before') && event.version === target) fire(`entering round ${event.version}`);
@@ -183,14 +189,13 @@ const builder = Trainer.builder(
   () => new Sequential(new Linear(4, 8), new ReLU(), new Linear(8, 1)),
   (params) => new SGD(params, { lr: 0.05 }),
   (model, batch) => {
-    epochSteps += 1;
+    if (stepsIn !== undefined) stepsIn += 1;
     if (
       mine('throw') &&
-      fault?.epoch === epoch &&
-      fault.step === epochSteps &&
-      record(`trainStep threw at step ${epochSteps} of epoch ${epoch}`)
+      fault?.step === stepsIn &&
+      record(`trainStep threw at step ${stepsIn} of epoch ${fault?.epoch}`)
     )
-      throw new Error(`planned failure at step ${epochSteps} of epoch ${epoch}`);
+      throw new Error(`planned failure at step ${stepsIn} of epoch ${fault?.epoch}`);
     const delay = config.stepDelayMs ?? 0;
     if (delay > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, delay);
     return mseLoss(model.forward(batch.at(0)), batch.at(1));

@@ -45,11 +45,16 @@ function scenario(name: string, mode: LaunchMode, fault: Fault, extra: Partial<F
 }
 
 /**
- * Where the round faults and the throw land: the rank's 2nd step of the last epoch (the
- * first round after it), early enough that a round follows in every mode and late enough
- * that the survivors' remaining work is short.
+ * Where the round faults and the throw land: the rank's 2nd step of the first epoch (the
+ * first round after it, whichever epoch's chunk the rank holds by then). The first epoch is
+ * the one whose steps a rank is sure to train: its first chunk (the probe, 4 batches here) is
+ * handed out at formation, while a later epoch's chunks go to whichever rank asks first, so a
+ * rank descheduled across an epoch boundary on a loaded machine may get one batch of that
+ * epoch's tail, or none, and the fault would never fire. A round follows in every mode: every
+ * live rank takes part in every round, and the run's end flushes the trailing steps at the
+ * latest.
  */
-const EPOCH = NUM_EPOCHS - 1;
+const EPOCH = 0;
 const STEP = 2;
 const PHASES = ['before', 'during', 'after'] as const;
 const SIGNALS = ['SIGKILL', 'SIGSTOP'] as const;

@@ -6,6 +6,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { distributed } from '@flodl/tensor-native';
 import { describe, expect, it } from 'vitest';
+import { manualSeed, mseLoss, randn, zerosLike } from '../src/index.js';
 
 const script = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'cluster-script.ts');
 
@@ -67,6 +68,18 @@ async function run(config: Record<string, unknown>) {
 
 const work = { totalSamples: 480, batchSize: 8, numEpochs: 3 };
 
+/** The script's data (seed 11, as it draws it): the eval's MSE of a model that predicts zero. */
+const predictingZero = (() => {
+  manualSeed(11);
+  const x = randn([work.totalSamples, 4]);
+  const y = x.matmul(randn([4, 1]));
+  const zero = zerosLike(y);
+  const loss = mseLoss(zero, y);
+  const value = loss.item() as number;
+  for (const tensor of [x, y, zero, loss]) tensor.dispose();
+  return value;
+})();
+
 // The collective modes on CPU ranks run over Gloo: a build without it skips them.
 const noGloo = !distributed.isAvailable('gloo');
 
@@ -111,17 +124,18 @@ describe.concurrent('cooperative Worker on three CPU ranks', () => {
       expect(cooperative.status, cooperative.stderr).toBe(0);
       expect(managed.status, managed.stderr).toBe(0);
       // Cadence rounds fall where the measured speeds put them, so the two runs are not bit for
-      // bit alike: both tiers' eval (MSE over the whole set) falls from epoch 1 to epoch 3, and
-      // their final evals agree within 50% (about 10% apart on an idle machine; up to 30% seen
-      // when the file's concurrent runs slow the ranks unequally).
+      // bit alike. Both tiers train: their final eval (MSE over the whole set) is under a tenth
+      // of predicting zero's (about 1.5% of it on an idle machine). Their final evals agree
+      // within a factor of two (about 10% apart on an idle machine, more when the machine's
+      // load slows the ranks unequally). Not that the eval falls from epoch 1 on: by
+      // then it is near the plateau both reach, and a CpuAsync consensus blended from unequally
+      // slowed ranks was once seen above its epoch-1 value at epoch 3.
       const at = (evals: [number, number][], epoch: number) =>
         evals.filter(([done]) => done === epoch).at(-1)![1];
-      for (const evals of [cooperative.ranks.get(0)!.evals, managed.managed!.evals]) {
-        expect(at(evals, 3)).toBeLessThan(at(evals, 1));
-      }
       const coop = at(cooperative.ranks.get(0)!.evals, 3);
       const mana = at(managed.managed!.evals, 3);
-      expect(Math.abs(coop - mana) / mana).toBeLessThan(0.5);
+      for (const final of [coop, mana]) expect(final).toBeLessThan(predictingZero / 10);
+      expect(Math.max(coop, mana) / Math.min(coop, mana)).toBeLessThan(2);
     });
   }
 

@@ -4,10 +4,11 @@
 // that keeps a GPU busy; Adam lr 1e-3, batch 128 per rank) trains on the same `--samples` images
 // for `--epochs` epochs, then the consensus parameters are evaluated (accuracy, loss) on held-out
 // images: the test split when training on `--split train`; with `--split test` (where the train
-// split is not installed) the last `--holdout` test images, which are never trained on. It runs the fastest rank alone (one
-// device, in-process), then `--nproc` CPU ranks in each mode (CpuSync, CpuCadence, CpuAsync,
-// NcclSync, NcclCadence; the Nccl modes average over Gloo on CPU ranks and are skipped, saying
-// so, where this libtorch has no Gloo). Every rank and the single run use one thread.
+// split is not installed) the last `--holdout` test images, which are never trained on. It runs
+// the fastest rank alone (one device, in-process), then `--nproc` CPU ranks in each mode
+// (CpuSync, CpuCadence, CpuAsync, NcclSync, NcclCadence; the Nccl modes average over Gloo on CPU
+// ranks and are skipped, saying so, where this libtorch has no Gloo). Every rank and the single
+// run use one thread.
 //
 // Unequal ranks on one machine: `--speeds 1,0.5` gives each rank a speed. A rank at speed s
 // idles before its steps so that each step lasts its warm work / s: the warm work is the median
@@ -463,15 +464,13 @@ async function apart(
 
 /** The trainings' threads side by side (`training N`), where every one of them has them. */
 function apartThreads(runs: RunResult[]): Pick<RunResult, 'threads'> {
-  const each = runs.map((run) => run.threads);
-  if (each.some((threads) => threads === undefined)) return {};
-  const all = each as NonNullable<RunResult['threads']>[];
+  const all = runs.map((run) => run.threads);
+  const [first] = all;
+  if (first === undefined || !all.every((threads) => threads !== undefined)) return {};
   const uses = all.flatMap((threads, index) =>
     threads.uses.map((use) => ({ ...use, process: `training ${index}` })),
   );
-  return {
-    threads: { ...(all[0] as (typeof all)[0]), windowMs: Math.max(...all.map((t) => t.windowMs)), uses },
-  };
+  return { threads: { ...first, windowMs: Math.max(...all.map((threads) => threads.windowMs)), uses } };
 }
 
 if (args.run !== undefined) {

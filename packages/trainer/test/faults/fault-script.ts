@@ -192,6 +192,7 @@ const builder = Trainer.builder(
     if (stepsIn !== undefined) stepsIn += 1;
     if (
       mine('throw') &&
+      stepsIn !== undefined &&
       fault?.step === stepsIn &&
       record(`trainStep threw at step ${stepsIn} of epoch ${fault?.epoch}`)
     )

@@ -5,6 +5,7 @@ import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FlodlError } from '@flodl/tensor-native';
+import { caught } from '@flodl/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   exportMetricsCsv,
@@ -161,8 +162,21 @@ describe('metrics log', () => {
       /line 2 is not JSON/,
     );
     expect(() => readMetricsLog(join(dir, 'missing.jsonl'))).toThrow(/cannot read the metrics log/);
-    expect(() => metricsLog(join(dir, 'no', 'such', 'dir.jsonl'))).toThrow(/cannot create the metrics log/);
     expect(() => metricsLog('')).toThrow(/invalid path/);
+  });
+
+  it("makes the log's missing folders, as a savePath's are, and names a path it cannot create", () => {
+    const nested = join(dir, 'no', 'such', 'dir.jsonl');
+    metricsLog(nested, { clock: () => 1 }).close();
+    expect(readMetricsLog(nested).header).toMatchObject({ kind: 'run', t: 1 });
+    const file = join(dir, 'a-file');
+    writeFileSync(file, '');
+    const error = caught(() => metricsLog(join(file, 'run.jsonl')), 'ERR_IO');
+    expect(error.message.replaceAll(dir, '<dir>')).toMatchInlineSnapshot(`
+      "metricsLog: <dir>/a-file/run.jsonl: cannot create the metrics log
+        expected: a writable file path
+        got: EEXIST: file already exists, mkdir '<dir>/a-file'"
+    `);
   });
 });
 

@@ -1,4 +1,5 @@
-import { closeSync, openSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { invalidArgument } from '@flodl/tensor-native';
 import { fileError } from './io-error.js';
 import {
@@ -39,15 +40,11 @@ export class MetricsLog {
   ) {
     this.#clock = options.clock ?? Date.now;
     try {
+      // Its folder is made as a checkpoint's is (`savePath`).
+      mkdirSync(dirname(path), { recursive: true });
       this.#fd = openSync(path, 'w');
     } catch (error) {
-      throw fileError(
-        'metricsLog',
-        path,
-        'cannot create the metrics log',
-        'a writable file path (its folder must exist)',
-        error,
-      );
+      throw fileError('metricsLog', path, 'cannot create the metrics log', 'a writable file path', error);
     }
     this.header = {
       kind: 'run',
@@ -84,7 +81,8 @@ export class MetricsLog {
 }
 
 /**
- * Starts a metrics log at `path` (created or truncated) and writes its `run` line.
+ * Starts a metrics log at `path` (created or truncated, its folder made when missing) and
+ * writes its `run` line.
  *
  * @throws `ERR_INVALID_ARGUMENT` when `path` is not a non-empty string; `ERR_IO` when the file
  *   cannot be created.

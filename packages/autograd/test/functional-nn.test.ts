@@ -336,7 +336,7 @@ describe('argument errors', () => {
     expect(
       errorOf(() => F.conv2d(image(), kernel(), undefined, { strides: 2 } as object))?.message,
     ).toMatchInlineSnapshot(`
-        "conv2d: unknown option 'strides'
+        "conv2d: unknown option 'strides'; did you mean \`stride\`?
           expected: one of stride, padding, dilation, groups
           got: strides"
       `);

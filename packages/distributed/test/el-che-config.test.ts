@@ -89,7 +89,7 @@ describe('ElCheConfig', () => {
 
   it('pins the error text for a misspelled option', () => {
     expect(caught(() => ElCheConfig.resolve({ anchr: 3 } as never)).message).toMatchInlineSnapshot(`
-      "ElCheConfig: invalid options.anchr
+      "ElCheConfig: invalid options.anchr; did you mean \`anchor\`?
         expected: one of the known options (mode, anchor, minAnchor, maxAnchor, overheadTarget, maxBatchDiff, maxOvershoot, gamma, relaxUp, partitionRatios, metaController, convergenceGuard, divergenceThreshold, noDivergenceGuard, easgdAlpha, bf16Wire, speedHint)
         got: "anchr""
     `);

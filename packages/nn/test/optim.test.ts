@@ -479,7 +479,22 @@ describe('errors', () => {
         expected: one of lr, betas, eps, weightDecay, amsgrad, maximize, fused, foreach
         got: learningRate"
     `);
-    expectFlodlError(() => new Adam([{ params, weight_decay: 0.1 } as never]), 'ERR_INVALID_ARGUMENT');
+    expect(
+      expectFlodlError(() => new Adam([{ params, weight_decay: 0.1 } as never]), 'ERR_INVALID_ARGUMENT')
+        .message,
+    ).toMatchInlineSnapshot(`
+      "Adam: unknown option 'weight_decay' in paramGroups[0]; did you mean \`weightDecay\`?
+        expected: one of lr, betas, eps, weightDecay, amsgrad, maximize, fused, foreach
+        got: weight_decay"
+    `);
+    expect(
+      expectFlodlError(() => new AdamW(params, { weightdecay: 0.1 } as object), 'ERR_INVALID_ARGUMENT')
+        .message,
+    ).toMatchInlineSnapshot(`
+      "AdamW: unknown option 'weightdecay' in options; did you mean \`weightDecay\`?
+        expected: one of lr, betas, eps, weightDecay, amsgrad, maximize, fused, foreach
+        got: weightdecay"
+    `);
     expectFlodlError(() => new SGD(params), 'ERR_INVALID_ARGUMENT'); // SGD has no default lr
     expectFlodlError(() => new SGD(params, { lr: -0.1 }), 'ERR_INVALID_ARGUMENT');
     expectFlodlError(() => new SGD(params, { lr: 0.1, nesterov: true }), 'ERR_INVALID_ARGUMENT');

@@ -332,7 +332,7 @@ describe('scheduler behaviour', () => {
       expectFlodlError(() => new StepLR(optimizer, { step_size: 3 } as never), 'ERR_INVALID_ARGUMENT')
         .message,
     ).toMatchInlineSnapshot(`
-      "StepLR: unknown option 'step_size'
+      "StepLR: unknown option 'step_size'; did you mean \`stepSize\`?
         expected: one of stepSize, gamma
         got: step_size"
     `);

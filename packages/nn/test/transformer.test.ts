@@ -320,7 +320,7 @@ describe('errors', () => {
         'ERR_INVALID_ARGUMENT',
       ).message,
     ).toMatchInlineSnapshot(`
-      "TransformerEncoderLayer: unknown option 'dim_feedforward'
+      "TransformerEncoderLayer: unknown option 'dim_feedforward'; did you mean \`dimFeedforward\`?
         expected: one of dimFeedforward, dropout, activation, layerNormEps, batchFirst, normFirst, dtype, device
         got: dim_feedforward"
     `);

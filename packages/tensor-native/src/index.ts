@@ -74,7 +74,14 @@ export {
   invalidArgument,
 } from './errors.js';
 export { add, cat, div, einsum, matmul, maximum, minimum, mul, pow, stack, sub, where } from './functions.js';
+export { isInferenceModeEnabled, runInInferenceMode } from './inference-mode.js';
 export { broadcastShapes } from './internal/diagnose.js';
+export {
+  closestName,
+  didYouMean,
+  type UnknownOptionDetails,
+  unknownOptionError,
+} from './internal/did-you-mean.js';
 export {
   checkBoolean,
   checkFiniteNumber,
@@ -91,6 +98,18 @@ export {
 export { autogradGrad, type BackwardOptions, isGradEnabled, setGradEnabled } from './ops-autograd.js';
 export { linalg } from './ops-linalg.js';
 export type { ReduceOptions, ValuesIndices } from './ops-reduce.js';
+export type {
+  AlongOptions,
+  AmaxOptions,
+  ArgmaxOptions,
+  CountNonzeroOptions,
+  DimOptions,
+  LogsumexpOptions,
+  NormOptions,
+  ProdOptions,
+  SpreadOptions,
+  SumOptions,
+} from './reduce-options.js';
 export {
   buildInfo,
   getNumThreads,

@@ -10,7 +10,7 @@ describe('argument checks for packages built on this one', () => {
     expect(
       caught(() => checkOptions('softmax', { dims: 1 } as never, ['dim'])).message,
     ).toMatchInlineSnapshot(`
-      "softmax: unknown option 'dims'
+      "softmax: unknown option 'dims'; did you mean \`dim\`?
         expected: one of dim
         got: dims"
     `);

@@ -457,7 +457,7 @@ describe('one-rank gloo group in this process', () => {
     expect(
       caught(() => createProcessGroup({ ...base, worldsize: 2 } as never)).message,
     ).toMatchInlineSnapshot(`
-      "createProcessGroup: unknown option 'worldsize'
+      "createProcessGroup: unknown option 'worldsize'; did you mean \`worldSize\`?
         expected: one of backend, rank, worldSize, host, port, timeoutMs, device
         got: worldsize"
     `);

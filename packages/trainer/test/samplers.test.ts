@@ -37,7 +37,7 @@ describe('RandomSampler', () => {
 
   it('rejects misspelled options and bad seeds', () => {
     expect(() => new RandomSampler(10, { sed: 1 } as never)).toThrowErrorMatchingInlineSnapshot(`
-      [FlodlError: RandomSampler: unknown option 'sed'
+      [FlodlError: RandomSampler: unknown option 'sed'; did you mean \`seed\`?
         expected: one of seed
         got: sed]
     `);

@@ -1,6 +1,6 @@
 // Validation of optimizer options: every check names the argument (`options.lr`,
 // `paramGroups[1].betas`) and shows what was expected versus what came.
-import { checkNumberInRange, FlodlError, invalidArgument } from '@flodl/tensor-native';
+import { checkNumberInRange, FlodlError, invalidArgument, unknownOptionError } from '@flodl/tensor-native';
 
 export {
   checkBoolean,
@@ -9,7 +9,10 @@ export {
   checkOptionsObject,
 } from '@flodl/tensor-native';
 
-/** @internal Throws ERR_INVALID_ARGUMENT for any key of `options` outside `allowed` (catches misspellings). */
+/**
+ * @internal Throws ERR_INVALID_ARGUMENT for any key of `options` outside `allowed` (catches
+ * misspellings, suggesting the closest allowed key).
+ */
 export function rejectUnknownKeys(
   op: string,
   where: string,
@@ -18,13 +21,7 @@ export function rejectUnknownKeys(
   code: 'ERR_INVALID_ARGUMENT' | 'ERR_CHECKPOINT' = 'ERR_INVALID_ARGUMENT',
 ): void {
   for (const key of Object.keys(options)) {
-    if (!allowed.includes(key)) {
-      throw new FlodlError(code, `unknown option '${key}' in ${where}`, {
-        op,
-        expected: `one of ${allowed.join(', ')}`,
-        got: key,
-      });
-    }
+    if (!allowed.includes(key)) throw unknownOptionError(op, key, allowed, { where, code });
   }
 }
 

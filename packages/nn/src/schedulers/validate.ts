@@ -1,21 +1,18 @@
 // Argument checks shared by the schedulers; each names the argument and shows expected vs got.
-import { checkInteger, checkNumberInRange, FlodlError, invalidArgument } from '@flodl/tensor-native';
+import { checkInteger, checkNumberInRange, invalidArgument, unknownOptionError } from '@flodl/tensor-native';
 
 export { checkInteger, checkNumberInRange, checkOneOf } from '@flodl/tensor-native';
 
-/** @internal Rejects keys of `options` outside `allowed` (catches misspellings); undefined values are ignored. */
+/**
+ * @internal Rejects keys of `options` outside `allowed` (catches misspellings, suggesting the
+ * closest allowed key); undefined values are ignored.
+ */
 export function checkSchedulerOptions(op: string, options: unknown, allowed: readonly string[]): void {
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     throw invalidArgument(op, 'options', 'an options object', options);
   }
   for (const [key, value] of Object.entries(options)) {
-    if (value !== undefined && !allowed.includes(key)) {
-      throw new FlodlError('ERR_INVALID_ARGUMENT', `unknown option '${key}'`, {
-        op,
-        expected: `one of ${allowed.join(', ')}`,
-        got: key,
-      });
-    }
+    if (value !== undefined && !allowed.includes(key)) throw unknownOptionError(op, key, allowed);
   }
 }
 

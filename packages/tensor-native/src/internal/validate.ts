@@ -1,5 +1,6 @@
 // Argument checks that name the argument; used before native calls on the non-hot paths.
-import { FlodlError, invalidArgument } from '../errors.js';
+import { invalidArgument } from '../errors.js';
+import { unknownOptionError } from './did-you-mean.js';
 
 export function checkInt(op: string, name: string, value: unknown): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value))
@@ -67,8 +68,9 @@ export function checkOneOf<T extends string>(
 
 /**
  * Checks that `options` is absent or a plain options object whose keys the op knows (catching
- * misspellings such as `{ dtyp: 'float64' }`), and returns it (`{}` when absent). For packages
- * built on this one: every option check of the framework goes through it.
+ * misspellings such as `{ dtyp: 'float64' }`: the message suggests the closest known key, see
+ * {@link unknownOptionError}), and returns it (`{}` when absent). For packages built on this
+ * one: every option check of the framework goes through it.
  *
  * @example const { dim = 0 } = checkOptions('softmax', options, ['dim']);
  * @throws FlodlError ERR_INVALID_ARGUMENT for anything but a plain object (a Tensor, an array) or an unknown key
@@ -81,13 +83,7 @@ export function checkOptions<T extends object>(
   if (options === undefined) return {} as T;
   if (!isPlainObject(options)) throw invalidArgument(op, 'options', 'an options object', options);
   for (const key of Object.keys(options)) {
-    if (!(allowed as readonly string[]).includes(key)) {
-      throw new FlodlError('ERR_INVALID_ARGUMENT', `unknown option '${key}'`, {
-        op,
-        expected: allowed.length === 0 ? 'no options' : `one of ${allowed.join(', ')}`,
-        got: key,
-      });
-    }
+    if (!(allowed as readonly string[]).includes(key)) throw unknownOptionError(op, key, allowed);
   }
   return options;
 }

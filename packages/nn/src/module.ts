@@ -52,6 +52,35 @@ export abstract class Module<Inputs extends unknown[] = [Tensor], Output = Tenso
     return this._training;
   }
 
+  /**
+   * True in training mode, false in evaluation mode: `train()` and `eval()` set it on this
+   * module and on every descendant, so each child reports the mode its parent was last put in
+   * (a child switched on its own afterwards reports its own). Read-only: switch modes with
+   * `train(mode)` or `eval()`. The same as {@link Module.isTraining}.
+   *
+   * @throws FlodlError ERR_INVALID_ARGUMENT on assignment (plain JavaScript; TypeScript
+   *   refuses the assignment at compile time)
+   * @example
+   * ```ts
+   * const model = new Sequential(new Linear(4, 4), new Dropout(0.5));
+   * model.eval();
+   * model.training; // false
+   * model.at(1).training; // false
+   * ```
+   * PyTorch: `module.training`.
+   */
+  get training(): boolean {
+    return this._training;
+  }
+
+  set training(_mode: never) {
+    throw new FlodlError('ERR_INVALID_ARGUMENT', 'training is read-only', {
+      op: `${this.constructor.name}.training`,
+      expected: 'module.train(mode) or module.eval() to switch modes',
+      got: 'an assignment',
+    });
+  }
+
   /** Switches this module and its descendants to training (`true`) or evaluation mode. */
   train(mode = true): this {
     if (typeof mode !== 'boolean') throw invalidArgument('train', 'mode', 'a boolean', mode);

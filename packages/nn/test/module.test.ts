@@ -1,4 +1,5 @@
 import { type FlodlError, liveTensorCount, ones, randn, Tensor, tidy, zeros } from '@flodl/tensor-native';
+import { caught } from '@flodl/testing';
 import { describe, expect, it } from 'vitest';
 import { Buffer, init, Module, ModuleDict, ModuleList, Parameter, Sequential } from '../src/index.js';
 
@@ -91,6 +92,34 @@ describe('Module', () => {
     expect(net.parameters().some((parameter) => parameter.requiresGrad)).toBe(false);
     net.unfreeze();
     expect(net.parameters().every((parameter) => parameter.requiresGrad)).toBe(true);
+    net.dispose();
+  });
+
+  it('training is read-only and follows train()/eval() down the tree, as PyTorch’s module.training', () => {
+    const net = new Net();
+    expect(net.training).toBe(true);
+    net.eval();
+    expect([...net.modules()].map((module) => module.training)).toEqual([...net.modules()].map(() => false));
+    // A child switched on its own reports its own mode; its parent keeps the one it was given.
+    net.encoder.train();
+    expect([net.training, net.encoder.training, net.encoder.at(0).training, net.heads.training]).toEqual([
+      false,
+      true,
+      true,
+      false,
+    ]);
+    net.train(true);
+    expect([...net.modules()].every((module) => module.training && module.isTraining)).toBe(true);
+    expect('training' in Object.fromEntries(net.ownEntries())).toBe(false);
+    const error = caught(() => {
+      (net as unknown as { training: boolean }).training = false;
+    }) as FlodlError;
+    expect(error.message).toMatchInlineSnapshot(`
+      "Net.training: training is read-only
+        expected: module.train(mode) or module.eval() to switch modes
+        got: an assignment"
+    `);
+    expect(net.training).toBe(true);
     net.dispose();
   });
 

@@ -43,6 +43,13 @@ describe('Module generics', () => {
     expectTypeOf<Bilinear>().toExtend<Module<[Tensor, Tensor], Tensor>>();
     expectTypeOf(new Linear(4, 2).parameters()).toEqualTypeOf<Tensor[]>();
   });
+
+  it('reads training as a boolean and refuses to assign it', () => {
+    const linear = new Linear(4, 2);
+    expectTypeOf(linear.training).toEqualTypeOf<boolean>();
+    // @ts-expect-error: switch modes with train() or eval()
+    linear.training = false;
+  });
 });
 
 describe('Optimizer generics and overloads', () => {

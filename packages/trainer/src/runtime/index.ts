@@ -1,4 +1,5 @@
 // The rank runtime: one rank's training engine, shared by the managed and cooperative tiers.
+export { EventLoopYield, YIELD_INTERVAL_MS } from './event-loop-yield.js';
 export { modelSignature } from './model-signature.js';
 export {
   type ChunkReport,

@@ -19,6 +19,7 @@ import type { Batch } from '../data/batch.js';
 import { CapturedTrainStep } from './captured-train-step.js';
 import { ControlDrain } from './control-drain.js';
 import { CursorTracker } from './data-cursor.js';
+import { EventLoopYield } from './event-loop-yield.js';
 import { PlanReader } from './plan-reader.js';
 import { type BundlePlace, restoreRank, saveClusterBundle, saveRankBundle } from './runtime-bundles.js';
 import { checkpointAndBundle, runCheckpoint, runEval } from './runtime-callbacks.js';
@@ -86,6 +87,8 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   readonly #tail = (): void => this.optimizerStepAndBookkeep();
   /** Averaging rounds of the run this one resumed (the session counts from them on). */
   #restoredAveraging = 0;
+  /** A single device's turns of the event loop between steps (timers, the dashboard, signals). */
+  readonly #turns = new EventLoopYield();
 
   constructor(options: RankRuntimeOptions<M>) {
     this.#options = options;
@@ -217,6 +220,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
     const session = this.session;
     if (!session) {
       this.#afterLocalStep(state);
+      if (this.#turns.due()) await this.#passTurn(state);
       return;
     }
     const paramNorm = (this.stepsSinceAvg + 1) % 10 === 0 ? normOf(this.#parameters) : undefined;
@@ -268,6 +272,12 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       this.#bundleRequested = false;
       this.#saveOrWarn('request');
     }
+    if (this.#control.shutdown) state.shutdown = true;
+  }
+
+  /** Lets the event loop run between two steps; a stop asked for meanwhile ends the plan here. */
+  async #passTurn(state: EpochState): Promise<void> {
+    await this.#turns.pass();
     if (this.#control.shutdown) state.shutdown = true;
   }
 
@@ -326,11 +336,12 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       } finally {
         batch.dispose();
       }
-      // One device has nothing to wait on: its step tail needs no turn of the event loop.
+      // One device has nothing to wait on: the event loop gets a turn only every ~50 ms.
       if (this.session) await this.afterStep(state, loss, ms);
       else {
         this.#book(state, loss, ms);
         this.#afterLocalStep(state);
+        if (this.#turns.due()) await this.#passTurn(state);
       }
       if (state.shutdown) {
         this.#reader.close();

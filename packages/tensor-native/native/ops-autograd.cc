@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
 #include <ATen/core/grad_mode.h>
+#include <c10/core/InferenceMode.h>
 #include <torch/version.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/function.h>
@@ -158,6 +159,23 @@ FLODL_OP(setGradEnabled) {
   return c.undefined();
 }
 
+// inferenceMode(fn, enabled) -> fn's result: calls the JS function fn with libtorch's own
+// c10::InferenceMode guard held around the call (the thread's autograd state and the dispatch
+// keys autograd adds), so tensors fn makes are inference tensors. The guard restores the
+// previous state when fn returns or throws (its exception passes through unchanged).
+FLODL_OP(inferenceMode) {
+  if (c.length() < 1 || !c.info[0].IsFunction()) c.invalid(0, "a function");
+  const Napi::Function fn = c.info[0].As<Napi::Function>();
+  const bool enabled = c.flag(1);
+  c10::InferenceMode guard(enabled);
+  return fn.Call({});
+}
+
+FLODL_OP(isInferenceModeEnabled) { return Napi::Boolean::New(c.env, c10::InferenceMode::is_enabled()); }
+
+// isInference(t): made inside inference mode (PyTorch's `t.is_inference()`).
+FLODL_OP(isInference) { return Napi::Boolean::New(c.env, c.tensor(0).is_inference()); }
+
 // The version counter: bumped by every in-place change (what autograd checks saved tensors against).
 FLODL_OP(version) { return Napi::Number::New(c.env, static_cast<double>(c.tensor(0)._version())); }
 
@@ -181,6 +199,9 @@ void registerAutogradOps(Registry& r) {
   FLODL_REGISTER(r, autocastExit);
   FLODL_REGISTER(r, isGradEnabled);
   FLODL_REGISTER(r, setGradEnabled);
+  FLODL_REGISTER(r, inferenceMode);
+  FLODL_REGISTER(r, isInferenceModeEnabled);
+  FLODL_REGISTER(r, isInference);
   FLODL_REGISTER(r, version);
 }
 

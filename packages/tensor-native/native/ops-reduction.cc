@@ -51,24 +51,34 @@ FLODL_OP(amin) { return c.result(at::amin(c.tensor(0), c.integers(1), c.flag(2))
 FLODL_OP(argmax) { return c.result(at::argmax(c.tensor(0), c.optionalInteger(1), c.flag(2))); }
 FLODL_OP(argmin) { return c.result(at::argmin(c.tensor(0), c.optionalInteger(1), c.flag(2))); }
 
-// std(t, dims?, unbiased, keepdim) / var
-FLODL_OP(std) {
-  const at::Tensor& x = c.tensor(0);
-  if (c.isAbsent(1)) return c.result(at::std(x, c.flag(2)));
-  return c.result(at::std(x, at::OptionalIntArrayRef(c.integers(1)), c.flag(2), c.flag(3)));
-}
-FLODL_OP(var) {
-  const at::Tensor& x = c.tensor(0);
-  if (c.isAbsent(1)) return c.result(at::var(x, c.flag(2)));
-  return c.result(at::var(x, at::OptionalIntArrayRef(c.integers(1)), c.flag(2), c.flag(3)));
-}
-// norm(t, p, dims?, keepdim): the vector p-norm
+// std(t, dims?, unbiased, keepdim, correction?) / var: with a correction (the options form,
+// PyTorch's `correction=` keyword), the correction overload, whose absent dims are the whole
+// tensor and which keeps them with keepdim. libtorch 1.13 takes an integer correction (2.x a
+// Scalar, which the integer converts to).
+#define SPREAD(NAME)                                                                          \
+  FLODL_OP(NAME) {                                                                            \
+    const at::Tensor& x = c.tensor(0);                                                        \
+    if (!c.isAbsent(4)) {                                                                     \
+      const c10::optional<int64_t> correction = c.integer(4);                                 \
+      if (c.isAbsent(1)) return c.result(at::NAME(x, c10::nullopt, correction, c.flag(3)));   \
+      const std::vector<int64_t> dims = c.integers(1);                                        \
+      return c.result(at::NAME(x, at::OptionalIntArrayRef(dims), correction, c.flag(3)));     \
+    }                                                                                         \
+    if (c.isAbsent(1)) return c.result(at::NAME(x, c.flag(2)));                               \
+    return c.result(at::NAME(x, at::OptionalIntArrayRef(c.integers(1)), c.flag(2), c.flag(3))); \
+  }
+SPREAD(std)
+SPREAD(var)
+#undef SPREAD
+// norm(t, p, dims?, keepdim, dtype?): the vector p-norm (absent dims: the whole tensor, kept
+// as size-1 dims with keepdim), computed in dtype when given
 FLODL_OP(norm) {
   const at::Tensor& x = c.tensor(0);
   const at::Scalar p = c.scalar(1);
-  if (c.isAbsent(2)) return c.result(at::linalg_vector_norm(x, p, c10::nullopt, false, c10::nullopt));
+  const auto dtype = c.optionalDtype(4);
+  if (c.isAbsent(2)) return c.result(at::linalg_vector_norm(x, p, c10::nullopt, c.flag(3), dtype));
   const std::vector<int64_t> dims = c.integers(2);
-  return c.result(at::linalg_vector_norm(x, p, at::OptionalIntArrayRef(dims), c.flag(3), c10::nullopt));
+  return c.result(at::linalg_vector_norm(x, p, at::OptionalIntArrayRef(dims), c.flag(3), dtype));
 }
 FLODL_OP(logsumexp) { return c.result(at::logsumexp(c.tensor(0), c.integers(1), c.flag(2))); }
 FLODL_OP(softmax) { return c.result(at::softmax(c.tensor(0), c.integer(1), c.optionalDtype(2))); }

@@ -58,6 +58,13 @@ declare module './tensor.js' {
     readonly version: number;
     /** The same data as a leaf outside any graph (a new handle). PyTorch: `t.data`. */
     readonly data: Tensor;
+    /**
+     * True for an inference tensor: one made inside `inferenceMode` (its version counter and
+     * autograd metadata are never kept). Outside inference mode it cannot be saved for a
+     * backward pass nor changed in place (ERR_NATIVE, libtorch's text kept); `clone()` it
+     * there to get a normal tensor. PyTorch: `t.is_inference()`.
+     */
+    readonly isInference: boolean;
   }
 }
 
@@ -87,6 +94,11 @@ Object.defineProperty(proto, 'grad', {
 Object.defineProperty(proto, 'data', {
   get(this: Tensor) {
     return new Tensor(autograd.variableData(this._h));
+  },
+});
+Object.defineProperty(proto, 'isInference', {
+  get(this: Tensor) {
+    return autograd.isInference(this._h);
   },
 });
 Object.defineProperty(proto, 'version', {

@@ -1,10 +1,35 @@
 // Reductions, scans and normalisers on Tensor. Dims are checked here, before native code.
 import { type DType, parseDType } from './dtype.js';
+import { describeValue, FlodlError, invalidArgument } from './errors.js';
 import { dtypeCode } from './internal/codes.js';
 import { diagnose } from './internal/diagnose.js';
 import { call, callMany } from './internal/methods.js';
 import { nativeOps } from './internal/native-ops.js';
-import { checkBoolean, checkInt, checkOptions, checkScalar } from './internal/validate.js';
+import {
+  checkBoolean,
+  checkInt,
+  checkNonNegativeInteger,
+  checkOptions,
+  checkScalar,
+} from './internal/validate.js';
+import {
+  type AlongOptions,
+  type AmaxOptions,
+  type ArgmaxOptions,
+  type CountNonzeroOptions,
+  type DimOptions,
+  isKeywordForm,
+  keywordDims,
+  keywordDtype,
+  keywordKeepdim,
+  keywords,
+  type LogsumexpOptions,
+  type NormOptions,
+  noArgumentsAfter,
+  type ProdOptions,
+  type SpreadOptions,
+  type SumOptions,
+} from './reduce-options.js';
 import { normalizeDim, Tensor } from './tensor.js';
 
 // The addon entries this file calls (see internal/native-ops.ts).
@@ -48,51 +73,103 @@ export interface ReduceOptions {
 }
 
 declare module './tensor.js' {
+  // Each reduction that takes `dim`/`keepdim` also takes one options object with PyTorch's
+  // keywords instead of its positional arguments: `mean({ dim: 1, keepdim: true })` is
+  // `x.mean(dim=1, keepdim=True)`. An unknown key or a value of the wrong type is
+  // ERR_INVALID_ARGUMENT naming the key.
   interface Tensor {
     /** Sum of all elements, or over `dim`. PyTorch: `torch.sum`. **Shape**: drops `dim` unless `keepdim`. */
     sum(dim?: number | number[], keepdim?: boolean, options?: ReduceOptions): Tensor;
+    /**
+     * Sum over `dim` (all dims when absent; with `keepdim` they stay as size-1 dims), in `dtype`
+     * when given. PyTorch: `x.sum(dim=…, keepdim=…, dtype=…)`.
+     * @example x.sum({ dim: 1, keepdim: true })
+     */
+    sum(options: SumOptions): Tensor;
     /** Mean of all elements, or over `dim`. PyTorch: `torch.mean`. */
     mean(dim?: number | number[], keepdim?: boolean, options?: ReduceOptions): Tensor;
+    /** Mean over `dim` (all dims when absent). PyTorch: `x.mean(dim=…, keepdim=…, dtype=…)`. @example x.mean({ dim: 1, keepdim: true }) */
+    mean(options: SumOptions): Tensor;
     /** Product of all elements, or over one `dim`. PyTorch: `torch.prod`. */
     prod(dim?: number, keepdim?: boolean, options?: ReduceOptions): Tensor;
+    /** Product over one `dim` (all elements when absent). PyTorch: `x.prod(dim=…, keepdim=…, dtype=…)`. */
+    prod(options: ProdOptions): Tensor;
     /** Largest element; with `dim`, `{values, indices}`; with a Tensor, the element-wise maximum. */
     max(): Tensor;
     max(dim: number, keepdim?: boolean): ValuesIndices;
+    /** Largest values along `dim` and their indices. PyTorch: `x.max(dim=…, keepdim=…)`. */
+    max(options: DimOptions): ValuesIndices;
     max(other: Tensor): Tensor;
     /** Smallest element; with `dim`, `{values, indices}`; with a Tensor, the element-wise minimum. */
     min(): Tensor;
     min(dim: number, keepdim?: boolean): ValuesIndices;
+    /** Smallest values along `dim` and their indices. PyTorch: `x.min(dim=…, keepdim=…)`. */
+    min(options: DimOptions): ValuesIndices;
     min(other: Tensor): Tensor;
     /** Maximum over dims (values only). PyTorch: `torch.amax`. */
     amax(dim: number | number[], keepdim?: boolean): Tensor;
+    /** Maximum over `dim` (all dims when absent, PyTorch's `dim=()`). PyTorch: `x.amax(dim=…, keepdim=…)`. */
+    amax(options: AmaxOptions): Tensor;
     /** Minimum over dims (values only). PyTorch: `torch.amin`. */
     amin(dim: number | number[], keepdim?: boolean): Tensor;
+    /** Minimum over `dim` (all dims when absent). PyTorch: `x.amin(dim=…, keepdim=…)`. */
+    amin(options: AmaxOptions): Tensor;
     /** Index of the largest element (flattened), or along `dim`. PyTorch: `torch.argmax`. */
     argmax(dim?: number, keepdim?: boolean): Tensor;
+    /** PyTorch: `x.argmax(dim=…, keepdim=…)`. */
+    argmax(options: ArgmaxOptions): Tensor;
     /** Index of the smallest element (flattened), or along `dim`. PyTorch: `torch.argmin`. */
     argmin(dim?: number, keepdim?: boolean): Tensor;
+    /** PyTorch: `x.argmin(dim=…, keepdim=…)`. */
+    argmin(options: ArgmaxOptions): Tensor;
     /** Standard deviation (Bessel-corrected unless `unbiased` is false). PyTorch: `torch.std`. */
     std(dim?: number | number[], unbiased?: boolean, keepdim?: boolean): Tensor;
+    /**
+     * Standard deviation over `dim` (all dims when absent) with `correction` (default 1, or
+     * `unbiased`). PyTorch: `x.std(dim=…, correction=…, keepdim=…)`.
+     * @example x.std({ dim: 0, correction: 0 })
+     */
+    std(options: SpreadOptions): Tensor;
     /** Variance (Bessel-corrected unless `unbiased` is false). PyTorch: `torch.var`. */
     var(dim?: number | number[], unbiased?: boolean, keepdim?: boolean): Tensor;
+    /** Variance over `dim` with `correction` (default 1). PyTorch: `x.var(dim=…, correction=…, keepdim=…)`. */
+    var(options: SpreadOptions): Tensor;
     /** Vector p-norm over all elements or `dim` (`p` may be `Infinity`). PyTorch: `torch.norm`. */
     norm(p?: number, dim?: number | number[], keepdim?: boolean): Tensor;
+    /** Vector `p`-norm (default 2) over `dim`, in `dtype` when given. PyTorch: `x.norm(p=…, dim=…, keepdim=…, dtype=…)`. */
+    norm(options: NormOptions): Tensor;
     /** `log(sum(exp(x)))` over `dim`, computed stably. PyTorch: `torch.logsumexp`. */
     logsumexp(dim: number | number[], keepdim?: boolean): Tensor;
+    /** PyTorch: `x.logsumexp(dim=…, keepdim=…)`. */
+    logsumexp(options: LogsumexpOptions): Tensor;
     /** `exp(x) / sum(exp(x))` along `dim`. PyTorch: `torch.softmax`. */
     softmax(dim: number, options?: ReduceOptions): Tensor;
+    /** PyTorch: `x.softmax(dim=…, dtype=…)`. */
+    softmax(options: AlongOptions): Tensor;
     /** `log(softmax(x))` along `dim`, computed stably. PyTorch: `torch.log_softmax`. */
     logSoftmax(dim: number, options?: ReduceOptions): Tensor;
+    /** PyTorch: `x.log_softmax(dim=…, dtype=…)`. */
+    logSoftmax(options: AlongOptions): Tensor;
     /** Running sum along `dim`. PyTorch: `torch.cumsum`. */
     cumsum(dim: number, options?: ReduceOptions): Tensor;
+    /** PyTorch: `x.cumsum(dim=…, dtype=…)`. */
+    cumsum(options: AlongOptions): Tensor;
     /** Running product along `dim`. PyTorch: `torch.cumprod`. */
     cumprod(dim: number, options?: ReduceOptions): Tensor;
+    /** PyTorch: `x.cumprod(dim=…, dtype=…)`. */
+    cumprod(options: AlongOptions): Tensor;
     /** True when every element is non-zero (over `dim` if given). PyTorch: `torch.all`. */
     all(dim?: number, keepdim?: boolean): Tensor;
+    /** PyTorch: `x.all(dim=…, keepdim=…)`. */
+    all(options: ArgmaxOptions): Tensor;
     /** True when any element is non-zero (over `dim` if given). PyTorch: `torch.any`. */
     any(dim?: number, keepdim?: boolean): Tensor;
+    /** PyTorch: `x.any(dim=…, keepdim=…)`. */
+    any(options: ArgmaxOptions): Tensor;
     /** Number of non-zero elements (over `dim` if given). */
     countNonzero(dim?: number | number[]): Tensor;
+    /** PyTorch: `torch.count_nonzero(x, dim=…)`. */
+    countNonzero(options: CountNonzeroOptions): Tensor;
   }
 }
 
@@ -110,10 +187,13 @@ function optionDtype(op: string, options: ReduceOptions | undefined): number {
   return options?.dtype === undefined ? -1 : dtypeCode(parseDType(op, options.dtype));
 }
 
+// Each method below tests for its options form only after its hot path, and with one `typeof`
+// that a number dim fails at once: the positional calls do no more work than before.
+
 proto.sum = function sum(
   this: Tensor,
-  dim?: number | number[],
-  keepdim = false,
+  dim?: number | number[] | SumOptions,
+  keepdim: boolean = false,
   options?: ReduceOptions,
 ): Tensor {
   if (dim === undefined && options === undefined) {
@@ -124,6 +204,7 @@ proto.sum = function sum(
       throw diagnose('sum', { self: this }, error);
     }
   }
+  if (isKeywordForm(dim)) return sumLike('sum', native.sum, this, dim, keepdim, options);
   const dtype = optionDtype('sum', options);
   const list = dim === undefined ? undefined : dims('sum', this, dim);
   checkBoolean('sum', 'keepdim', keepdim, false);
@@ -132,17 +213,53 @@ proto.sum = function sum(
 
 proto.mean = function mean(
   this: Tensor,
-  dim?: number | number[],
-  keepdim = false,
+  dim?: number | number[] | SumOptions,
+  keepdim: boolean = false,
   options?: ReduceOptions,
 ): Tensor {
+  if (isKeywordForm(dim)) return sumLike('mean', native.mean, this, dim, keepdim, options);
   const dtype = optionDtype('mean', options);
   const list = dim === undefined ? undefined : dims('mean', this, dim);
   checkBoolean('mean', 'keepdim', keepdim, false);
   return call('mean', { self: this }, () => native.mean(this._h, list, keepdim, dtype));
 };
 
-proto.prod = function prod(this: Tensor, dim?: number, keepdim = false, options?: ReduceOptions): Tensor {
+// sum({ dim, keepdim, dtype }) and mean alike; without dim, keepdim keeps every dim as size 1.
+function sumLike(
+  op: 'sum' | 'mean',
+  run: typeof native.sum,
+  self: Tensor,
+  form: object,
+  keepdim: boolean,
+  options: ReduceOptions | undefined,
+): Tensor {
+  noArgumentsAfter(op, keepdim !== false || options !== undefined);
+  const given = keywords<SumOptions>(op, form, ['dim', 'keepdim', 'dtype']);
+  const dtype = keywordDtype(op, given.dtype);
+  const keep = keywordKeepdim(op, given.keepdim);
+  const list = keywordDims(op, self, given.dim, keep);
+  return call(op, { self }, () => run(self._h, list, keep, dtype));
+}
+
+proto.prod = function prod(
+  this: Tensor,
+  dim?: number | ProdOptions,
+  keepdim: boolean = false,
+  options?: ReduceOptions,
+): Tensor {
+  if (isKeywordForm(dim)) {
+    noArgumentsAfter('prod', keepdim !== false || options !== undefined);
+    const given = keywords<ProdOptions>('prod', dim, ['dim', 'keepdim', 'dtype']);
+    const dtype = keywordDtype('prod', given.dtype);
+    const keep = keywordKeepdim('prod', given.keepdim);
+    if (given.dim === undefined) {
+      if (keep) throw keepdimNeedsDim('prod');
+      return call('prod', { self: this }, () => native.prod(this._h, undefined, false, dtype));
+    }
+    const single = checkInt('prod', 'dim', given.dim);
+    normalizeDim('prod', single, this.ndim);
+    return call('prod', { self: this }, () => native.prod(this._h, single, keep, dtype));
+  }
   const dtype = optionDtype('prod', options);
   if (dim !== undefined) normalizeDim('prod', dim, this.ndim);
   return call('prod', { self: this }, () => native.prod(this._h, dim, keepdim, dtype));
@@ -152,41 +269,91 @@ function extremum(op: 'max' | 'min') {
   const all = op === 'max' ? native.maxAll : native.minAll;
   const along = op === 'max' ? native.maxDim : native.minDim;
   const pairwise = op === 'max' ? native.maximum : native.minimum;
-  return function (this: Tensor, dimOrOther?: number | Tensor, keepdim = false): any {
+  return function (this: Tensor, dimOrOther?: number | Tensor | DimOptions, keepdim = false): any {
     if (dimOrOther === undefined) return call(op, { self: this }, () => all(this._h));
     if (dimOrOther instanceof Tensor) {
       return call(op, { self: this, other: dimOrOther }, () => pairwise(this._h, dimOrOther._h), 'broadcast');
     }
-    normalizeDim(op, dimOrOther, this.ndim);
-    checkBoolean(op, 'keepdim', keepdim, false);
-    const [values, indices] = callMany(op, { self: this }, () => along(this._h, dimOrOther, keepdim));
+    let dim = dimOrOther as number;
+    let keep = keepdim;
+    if (isKeywordForm(dimOrOther)) {
+      noArgumentsAfter(op, keepdim !== false);
+      const given = keywords<DimOptions>(op, dimOrOther, ['dim', 'keepdim']);
+      if (given.dim === undefined) {
+        throw invalidArgument(
+          op,
+          'dim',
+          `an integer: ${op}({ dim }) reduces along one dim (${op}() for all)`,
+          undefined,
+        );
+      }
+      dim = given.dim;
+      keep = keywordKeepdim(op, given.keepdim);
+    }
+    normalizeDim(op, dim, this.ndim);
+    checkBoolean(op, 'keepdim', keep, false);
+    const [values, indices] = callMany(op, { self: this }, () => along(this._h, dim, keep));
     return { values: values!, indices: indices! };
   };
 }
 proto.max = extremum('max');
 proto.min = extremum('min');
 
-proto.amax = function amax(this: Tensor, dim: number | number[], keepdim = false): Tensor {
-  const list = dims('amax', this, dim);
-  return call('amax', { self: this }, () => native.amax(this._h, list, keepdim));
-};
-proto.amin = function amin(this: Tensor, dim: number | number[], keepdim = false): Tensor {
-  const list = dims('amin', this, dim);
-  return call('amin', { self: this }, () => native.amin(this._h, list, keepdim));
-};
+function extremes(op: 'amax' | 'amin') {
+  const run = native[op];
+  return function (this: Tensor, dim: number | number[] | AmaxOptions, keepdim = false): Tensor {
+    if (isKeywordForm(dim)) {
+      noArgumentsAfter(op, keepdim !== false);
+      const given = keywords<AmaxOptions>(op, dim, ['dim', 'keepdim']);
+      const keep = keywordKeepdim(op, given.keepdim);
+      // PyTorch's default dim=() reduces every dim.
+      const list = keywordDims(op, this, given.dim, true) ?? [];
+      return call(op, { self: this }, () => run(this._h, list, keep));
+    }
+    const list = dims(op, this, dim);
+    return call(op, { self: this }, () => run(this._h, list, keepdim));
+  };
+}
+proto.amax = extremes('amax');
+proto.amin = extremes('amin');
 
-proto.argmax = function argmax(this: Tensor, dim?: number, keepdim = false): Tensor {
-  if (dim !== undefined) normalizeDim('argmax', dim, this.ndim);
-  return call('argmax', { self: this }, () => native.argmax(this._h, dim, keepdim));
-};
-proto.argmin = function argmin(this: Tensor, dim?: number, keepdim = false): Tensor {
-  if (dim !== undefined) normalizeDim('argmin', dim, this.ndim);
-  return call('argmin', { self: this }, () => native.argmin(this._h, dim, keepdim));
-};
+// argmax / argmin / all / any: one optional dim and keepdim (argmax keeps every dim as size 1
+// without one, as PyTorch's does; all and any take keepdim only with a dim).
+function oneDim(op: 'argmax' | 'argmin' | 'all' | 'any') {
+  const run = native[op];
+  const keepsWithoutDim = op === 'argmax' || op === 'argmin';
+  return function (this: Tensor, dim?: number | ArgmaxOptions, keepdim = false): Tensor {
+    if (isKeywordForm(dim)) {
+      noArgumentsAfter(op, keepdim !== false);
+      const given = keywords<ArgmaxOptions>(op, dim, ['dim', 'keepdim']);
+      const keep = keywordKeepdim(op, given.keepdim);
+      if (given.dim === undefined && keep && !keepsWithoutDim) throw keepdimNeedsDim(op);
+      if (given.dim !== undefined) normalizeDim(op, checkInt(op, 'dim', given.dim), this.ndim);
+      return call(op, { self: this }, () => run(this._h, given.dim, keep));
+    }
+    if (dim !== undefined) normalizeDim(op, dim, this.ndim);
+    return call(op, { self: this }, () => run(this._h, dim, keepdim));
+  };
+}
+proto.argmax = oneDim('argmax');
+proto.argmin = oneDim('argmin');
 
 function spread(op: 'std' | 'var') {
   const run = native[op];
-  return function (this: Tensor, dim?: number | number[], unbiased = true, keepdim = false): Tensor {
+  return function (
+    this: Tensor,
+    dim?: number | number[] | SpreadOptions,
+    unbiased = true,
+    keepdim = false,
+  ): Tensor {
+    if (isKeywordForm(dim)) {
+      noArgumentsAfter(op, unbiased !== true || keepdim !== false);
+      const given = keywords<SpreadOptions>(op, dim, ['dim', 'keepdim', 'correction', 'unbiased']);
+      const keep = keywordKeepdim(op, given.keepdim);
+      const correction = spreadCorrection(op, given);
+      const list = keywordDims(op, this, given.dim, false);
+      return call(op, { self: this }, () => run(this._h, list, true, keep, correction));
+    }
     checkBoolean(op, 'unbiased', unbiased, true);
     checkBoolean(op, 'keepdim', keepdim, false);
     const list = dim === undefined ? undefined : dims(op, this, dim);
@@ -196,20 +363,70 @@ function spread(op: 'std' | 'var') {
 proto.std = spread('std');
 proto.var = spread('var');
 
-proto.norm = function norm(this: Tensor, p = 2, dim?: number | number[], keepdim = false): Tensor {
+// PyTorch takes `correction` or `unbiased`, never both; the default is Bessel's correction, 1.
+function spreadCorrection(op: string, given: SpreadOptions): number {
+  if (given.correction !== undefined && given.unbiased !== undefined) {
+    throw new FlodlError('ERR_INVALID_ARGUMENT', 'correction and unbiased say the same thing: give one', {
+      op,
+      expected: '{ correction } (any integer >= 0) or { unbiased } (correction 1 or 0)',
+      got: `{ correction: ${describeValue(given.correction)}, unbiased: ${describeValue(given.unbiased)} }`,
+    });
+  }
+  if (given.unbiased !== undefined) return checkBoolean(op, 'unbiased', given.unbiased) ? 1 : 0;
+  if (given.correction === undefined) return 1;
+  return checkNonNegativeInteger(op, 'correction', given.correction);
+}
+
+proto.norm = function norm(
+  this: Tensor,
+  p: number | NormOptions = 2,
+  dim?: number | number[],
+  keepdim: boolean = false,
+): Tensor {
+  if (isKeywordForm(p)) {
+    noArgumentsAfter('norm', dim !== undefined || keepdim !== false);
+    const given = keywords<NormOptions>('norm', p, ['p', 'dim', 'keepdim', 'dtype']);
+    const order = given.p === undefined ? 2 : checkScalar('norm', 'p', given.p);
+    const keep = keywordKeepdim('norm', given.keepdim);
+    const dtype = keywordDtype('norm', given.dtype);
+    const list = given.dim === undefined ? undefined : dims('norm', this, given.dim);
+    return call('norm', { self: this }, () => native.norm(this._h, order, list, keep, dtype));
+  }
   checkScalar('norm', 'p', p);
   const list = dim === undefined ? undefined : dims('norm', this, dim);
   return call('norm', { self: this }, () => native.norm(this._h, p, list, keepdim));
 };
 
-proto.logsumexp = function logsumexp(this: Tensor, dim: number | number[], keepdim = false): Tensor {
+proto.logsumexp = function logsumexp(
+  this: Tensor,
+  dim: number | number[] | LogsumexpOptions,
+  keepdim: boolean = false,
+): Tensor {
+  if (isKeywordForm(dim)) {
+    noArgumentsAfter('logsumexp', keepdim !== false);
+    const given = keywords<LogsumexpOptions>('logsumexp', dim, ['dim', 'keepdim']);
+    if (given.dim === undefined) {
+      throw invalidArgument('logsumexp', 'dim', 'an integer or an array of integers', undefined);
+    }
+    const list = dims('logsumexp', this, given.dim);
+    const keep = keywordKeepdim('logsumexp', given.keepdim);
+    return call('logsumexp', { self: this }, () => native.logsumexp(this._h, list, keep));
+  }
   const list = dims('logsumexp', this, dim);
   return call('logsumexp', { self: this }, () => native.logsumexp(this._h, list, keepdim));
 };
 
 function along(op: 'softmax' | 'logSoftmax' | 'cumsum' | 'cumprod') {
   const run = native[op];
-  return function (this: Tensor, dim: number, options?: ReduceOptions): Tensor {
+  return function (this: Tensor, dim: number | AlongOptions, options?: ReduceOptions): Tensor {
+    if (isKeywordForm(dim)) {
+      noArgumentsAfter(op, options !== undefined);
+      const given = keywords<AlongOptions>(op, dim, ['dim', 'dtype']);
+      const single = checkInt(op, 'dim', given.dim);
+      normalizeDim(op, single, this.ndim);
+      const dtype = keywordDtype(op, given.dtype);
+      return call(op, { self: this }, () => run(this._h, single, dtype));
+    }
     checkInt(op, 'dim', dim);
     normalizeDim(op, dim, this.ndim);
     const dtype = optionDtype(op, options);
@@ -221,17 +438,26 @@ proto.logSoftmax = along('logSoftmax');
 proto.cumsum = along('cumsum');
 proto.cumprod = along('cumprod');
 
-function truth(op: 'all' | 'any') {
-  const run = native[op];
-  return function (this: Tensor, dim?: number, keepdim = false): Tensor {
-    if (dim !== undefined) normalizeDim(op, dim, this.ndim);
-    return call(op, { self: this }, () => run(this._h, dim, keepdim));
-  };
-}
-proto.all = truth('all');
-proto.any = truth('any');
+proto.all = oneDim('all');
+proto.any = oneDim('any');
 
-proto.countNonzero = function countNonzero(this: Tensor, dim?: number | number[]): Tensor {
+proto.countNonzero = function countNonzero(
+  this: Tensor,
+  dim?: number | number[] | CountNonzeroOptions,
+): Tensor {
+  if (isKeywordForm(dim)) {
+    const given = keywords<CountNonzeroOptions>('countNonzero', dim, ['dim']);
+    const list = given.dim === undefined ? undefined : dims('countNonzero', this, given.dim);
+    return call('countNonzero', { self: this }, () => native.countNonzero(this._h, list));
+  }
   const list = dim === undefined ? undefined : dims('countNonzero', this, dim);
   return call('countNonzero', { self: this }, () => native.countNonzero(this._h, list));
 };
+
+function keepdimNeedsDim(op: string): FlodlError {
+  return new FlodlError('ERR_INVALID_ARGUMENT', 'keepdim needs a dim here', {
+    op,
+    expected: `{ dim, keepdim: true } (PyTorch's ${op} keeps dims only along a dim)`,
+    got: '{ keepdim: true } without dim',
+  });
+}

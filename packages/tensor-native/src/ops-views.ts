@@ -52,6 +52,40 @@ declare module './tensor.js' {
     transpose(dim0: number, dim1: number): Tensor;
     /** Reorders the dims (a view). PyTorch: `torch.permute`. */
     permute(...dims: number[] | [number[]]): Tensor;
+    /**
+     * The tensor with all its dims reversed (a view, differentiable): `permute(n-1, …, 1, 0)`;
+     * a matrix's transpose, and a new handle on the same data for 0-d and 1-d tensors. Each
+     * read is a new handle, freed like any op result.
+     *
+     * As PyTorch (1.11 to 2.x) does, reading it on a tensor that is neither 0-d nor 2-d still
+     * reverses the dims but warns once per process (`console.warn`): PyTorch deprecates that use
+     * and means to make it an error. Use {@link Tensor.mT} for batches of matrices, or
+     * `permute` to reverse the dims on purpose.
+     *
+     * **Shape**: `[a, b]` → `[b, a]`; `[a, b, c]` → `[c, b, a]`.
+     * @throws FlodlError ERR_DISPOSED on a freed tensor
+     * @example
+     * ```ts fragment
+     * const m = arange(6).reshape(2, 3);
+     * m.T.shape; // [3, 2]
+     * ```
+     * PyTorch: `Tensor.T`.
+     */
+    readonly T: Tensor;
+    /**
+     * The last two dims swapped (a view, differentiable): the transpose of each matrix of a
+     * batch, `transpose(-2, -1)`. Each read is a new handle, freed like any op result.
+     *
+     * **Shape**: `[*, m, n]` → `[*, n, m]`.
+     * @throws FlodlError ERR_SHAPE for a tensor of fewer than 2 dims
+     * @example
+     * ```ts fragment
+     * const batch = zeros([4, 2, 3]);
+     * batch.mT.shape; // [4, 3, 2]
+     * ```
+     * PyTorch: `Tensor.mT`.
+     */
+    readonly mT: Tensor;
     /** Moves dims to new positions. PyTorch: `torch.movedim`. */
     movedim(source: number | number[], destination: number | number[]): Tensor;
     /** Repeats size-1 dims without copying (-1 keeps a size). PyTorch: `Tensor.expand`. */
@@ -200,6 +234,40 @@ proto.permute = function permute(this: Tensor, ...args: number[] | [number[]]): 
   }
   return call('permute', { self: this }, () => withSizes(native.permute, this._h, order));
 };
+
+// PyTorch warns once per process on a T of neither 0 nor 2 dims (TORCH_WARN_ONCE).
+let warnedReversedT = false;
+
+Object.defineProperty(proto, 'T', {
+  get(this: Tensor): Tensor {
+    const ndim = this.ndim;
+    if (ndim !== 2 && ndim !== 0 && !warnedReversedT) {
+      warnedReversedT = true;
+      console.warn(
+        `[flodl] Tensor.T on a ${ndim}-d tensor reverses all its dims; PyTorch deprecates T on ` +
+          'tensors other than 0-d and 2-d. Use mT to transpose batches of matrices, or ' +
+          'permute(...) to reverse the dims.',
+      );
+    }
+    const order: number[] = new Array(ndim);
+    for (let k = 0; k < ndim; k++) order[k] = ndim - 1 - k;
+    return call('T', { self: this }, () => withSizes(native.permute, this._h, order));
+  },
+});
+
+Object.defineProperty(proto, 'mT', {
+  get(this: Tensor): Tensor {
+    const ndim = this.ndim;
+    if (ndim < 2) {
+      throw new FlodlError('ERR_SHAPE', 'mT transposes matrices: the tensor needs at least 2 dims', {
+        op: 'mT',
+        expected: 'a matrix or a batch of matrices (2 dims or more)',
+        got: `a ${ndim}-d tensor of shape [${this.shape.join(', ')}]`,
+      });
+    }
+    return call('mT', { self: this }, () => native.transpose(this._h, -2, -1));
+  },
+});
 
 proto.movedim = function movedim(
   this: Tensor,

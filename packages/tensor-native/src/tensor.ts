@@ -130,7 +130,26 @@ export class Tensor {
     return storage.typedArrayOf(this._h);
   }
 
-  /** The values as nested arrays (int64 as numbers, bool as booleans). PyTorch: `t.tolist()`. */
+  /**
+   * The values as nested JS arrays, one level per dim; a plain number (or boolean) for a 0-d
+   * tensor. Floating and integer dtypes give numbers, bool gives booleans. int64 values come
+   * as numbers, as `item()` and `toArray()` give them: exact up to 2^53 in magnitude (past
+   * that, read `toTypedArray()`, a BigInt64Array). A CUDA tensor is copied to the host;
+   * views (transposed, sliced, expanded) are read in their logical order.
+   *
+   * @throws FlodlError ERR_DISPOSED on a freed tensor
+   * @example
+   * ```ts fragment
+   * Tensor.from([[1, 2], [3, 4]]).T.tolist(); // [[1, 3], [2, 4]]
+   * Tensor.from(5).tolist(); // 5
+   * ```
+   * PyTorch: `Tensor.tolist()`.
+   */
+  tolist(): NestedArray {
+    return this.toArray();
+  }
+
+  /** The values as nested arrays (int64 as numbers, bool as booleans); the same as {@link Tensor.tolist}. */
   toArray(): NestedArray {
     const flat = this.toTypedArray();
     const isBool = this.dtype === 'bool';

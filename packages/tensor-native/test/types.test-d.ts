@@ -3,6 +3,8 @@
 import { describe, expectTypeOf, it } from 'vitest';
 import {
   arange,
+  type NestedArray,
+  type ProdOptions,
   type Tensor,
   Tensor as TensorClass,
   type TensorData,
@@ -36,5 +38,43 @@ describe('overloads', () => {
     expectTypeOf(arange(1, 5, 2, { dtype: 'float64' })).toEqualTypeOf<Tensor>();
     // @ts-expect-error: options come after the step
     arange(1, { dtype: 'int64' }, 2);
+  });
+});
+
+describe('PyTorch names', () => {
+  it('T and mT are read-only Tensor properties, tolist gives nested arrays', () => {
+    expectTypeOf(x.T).toEqualTypeOf<Tensor>();
+    expectTypeOf(x.mT).toEqualTypeOf<Tensor>();
+    expectTypeOf(x.tolist()).toEqualTypeOf<NestedArray>();
+    expectTypeOf(x.isInference).toEqualTypeOf<boolean>();
+    // @ts-expect-error: T is read-only
+    x.T = x;
+  });
+
+  it('reductions take their positional forms or one options object', () => {
+    expectTypeOf(x.mean({ dim: 1, keepdim: true })).toEqualTypeOf<Tensor>();
+    expectTypeOf(x.sum({ dim: [0, 2], dtype: 'float64' })).toEqualTypeOf<Tensor>();
+    expectTypeOf(x.sum(1, true)).toEqualTypeOf<Tensor>();
+    expectTypeOf(x.max({ dim: 1 })).toEqualTypeOf<ValuesIndices>();
+    expectTypeOf(x.min({ dim: 0, keepdim: true })).toEqualTypeOf<ValuesIndices>();
+    expectTypeOf(x.max()).toEqualTypeOf<Tensor>();
+    expectTypeOf(x.std({ dim: 0, correction: 0 })).toEqualTypeOf<Tensor>();
+    expectTypeOf(x.var({ unbiased: false })).toEqualTypeOf<Tensor>();
+    expectTypeOf(x.norm({ p: 1, dim: 1, dtype: 'float64' })).toEqualTypeOf<Tensor>();
+    expectTypeOf(x.amax({})).toEqualTypeOf<Tensor>();
+    expectTypeOf(x.argmax({ keepdim: true })).toEqualTypeOf<Tensor>();
+    expectTypeOf(x.logsumexp({ dim: [0, 1] })).toEqualTypeOf<Tensor>();
+    expectTypeOf(x.softmax({ dim: -1, dtype: 'float32' })).toEqualTypeOf<Tensor>();
+    expectTypeOf(x.all({ dim: 0 })).toEqualTypeOf<Tensor>();
+    expectTypeOf(x.countNonzero({ dim: 1 })).toEqualTypeOf<Tensor>();
+    expectTypeOf(x.prod({ dim: 0 } satisfies ProdOptions)).toEqualTypeOf<Tensor>();
+    // @ts-expect-error: max along a dim needs the dim
+    x.max({ keepdim: true });
+    // @ts-expect-error: a misspelled keyword
+    x.mean({ dims: 1 });
+    // @ts-expect-error: prod reduces one dim
+    x.prod({ dim: [0, 1] });
+    // @ts-expect-error: nothing follows the options object
+    x.sum({ dim: 1 }, true);
   });
 });

@@ -20,6 +20,9 @@ const native = nativeOps(
   'autogradGrad',
   'isGradEnabled',
   'setGradEnabled',
+  'inferenceMode',
+  'isInferenceModeEnabled',
+  'isInference',
 );
 
 export function requiresGrad(handle: Handle): boolean {
@@ -100,4 +103,18 @@ export function isGradEnabled(): boolean {
 
 export function setGradEnabled(enabled: boolean): void {
   native.setGradEnabled(enabled);
+}
+
+/** Calls `fn` under libtorch's c10::InferenceMode guard (`enabled` false: a normal-mode region). */
+export function inferenceMode<T>(fn: () => T, enabled: boolean): T {
+  return native.inferenceMode(fn, enabled);
+}
+
+export function isInferenceModeEnabled(): boolean {
+  return native.isInferenceModeEnabled();
+}
+
+/** True for a tensor made inside inference mode. */
+export function isInference(handle: Handle): boolean {
+  return native.isInference(handle);
 }

@@ -29,7 +29,7 @@ const CLASSIFIERS: [RegExp, FlodlErrorCode][] = [
     'ERR_CUDA_GRAPH',
   ],
   [
-    /does not require grad|backward through the graph a second time|leaf Variable that requires grad|can require gradients|implicitly created only for scalar|modified by an inplace operation|One of the differentiated Tensors|Trying to backward/i,
+    /does not require grad|backward through the graph a second time|leaf Variable that requires grad|can require gradients|implicitly created only for scalar|modified by an inplace operation|One of the differentiated Tensors|Trying to backward|inference tensor/i,
     'ERR_AUTOGRAD',
   ],
   [

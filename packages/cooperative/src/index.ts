@@ -389,6 +389,7 @@ export {
   type PaddingMode,
   Parameter,
   type ParameterConstructor,
+  ParameterList,
   type ParameterState,
   type ParamGroup,
   type ParamGroupInput,

@@ -1,5 +1,6 @@
-import { FlodlError, invalidArgument, type Tensor } from '@flodl/tensor-native';
+import { FlodlError, invalidArgument, Tensor } from '@flodl/tensor-native';
 import { Module } from './module.js';
+import { Parameter } from './parameter.js';
 
 type AnyModule = Module<any, any>;
 
@@ -154,5 +155,156 @@ export class ModuleDict<Item extends AnyModule = AnyModule> extends Module<never
     throw new FlodlError('ERR_INVALID_ARGUMENT', 'a ModuleDict has no forward; pick a module by name', {
       op: 'ModuleDict.forward',
     });
+  }
+}
+
+function checkTensor(op: string, name: string, value: unknown): Tensor {
+  if (!(value instanceof Tensor)) throw invalidArgument(op, name, 'a Tensor (or a Parameter)', value);
+  return value;
+}
+
+/** PyTorch's dtype name, for printing (`torch.float32`). */
+function torchDtype(dtype: string): string {
+  return dtype === 'bool' ? 'torch.bool' : `torch.${dtype}`;
+}
+
+/**
+ * A list of parameters whose parent sees them: they are named `0`, `1`, … under the list's own
+ * name (`weights.0`, `weights.1`, PyTorch's state_dict keys), handed to optimizers by
+ * `parameters()`, moved and cast in place by `to(...)`, saved and loaded with the module
+ * (safetensors included). A tensor that is not yet a `Parameter` becomes one (a leaf is adopted
+ * without a copy, as `new Parameter(tensor)` does); a Parameter is kept as it is, so a
+ * parameter shared with another module stays shared. It has no forward of its own.
+ *
+ * Read entries with `at(i)` (negative counts from the end), `list[i]` or by iterating.
+ *
+ * @param parameters the initial parameters (tensors become Parameters)
+ * @throws FlodlError ERR_INVALID_ARGUMENT for an item that is not a Tensor; ERR_AUTOGRAD for an
+ *   integer tensor (a parameter that requires grad must be floating point)
+ * @example
+ * ```ts
+ * class Mixture extends Module {
+ *   weights = new ParameterList([randn([4, 4]), randn([4, 4])]);
+ *   forward(x: Tensor) { return tidy(() => this.weights.at(1).matmul(this.weights.at(0).matmul(x))); }
+ * }
+ * // state_dict keys: weights.0, weights.1
+ * ```
+ * PyTorch: `nn.ParameterList(values)` (`append`, `extend`, `len`, indexing, iteration).
+ */
+export class ParameterList extends Module<never[], never> {
+  /** The parameter at `index` (`list[0]`), or undefined past the end. */
+  readonly [index: number]: Tensor;
+
+  constructor(parameters: Iterable<Tensor> = []) {
+    super();
+    if (
+      parameters === null ||
+      typeof (parameters as Partial<Iterable<Tensor>>)[Symbol.iterator] !== 'function'
+    ) {
+      throw invalidArgument('ParameterList', 'parameters', 'an iterable of Tensors', parameters);
+    }
+    let position = 0;
+    for (const parameter of parameters) this.add('ParameterList', `parameters[${position++}]`, parameter);
+  }
+
+  /** The number of parameters. PyTorch: `len(list)`. */
+  get length(): number {
+    return this.entries().length;
+  }
+
+  /**
+   * Appends a parameter (a tensor becomes a Parameter), named by its position.
+   * @throws FlodlError ERR_INVALID_ARGUMENT for anything but a Tensor
+   * PyTorch: `list.append(value)`.
+   */
+  append(parameter: Tensor): this {
+    this.add('ParameterList.append', 'parameter', parameter);
+    return this;
+  }
+
+  /**
+   * Appends every parameter of `parameters`, in order.
+   * @throws FlodlError ERR_INVALID_ARGUMENT for an item that is not a Tensor (nothing is
+   *   appended then)
+   * PyTorch: `list.extend(values)`.
+   */
+  extend(parameters: Iterable<Tensor>): this {
+    const op = 'ParameterList.extend';
+    if (
+      parameters === null ||
+      typeof (parameters as Partial<Iterable<Tensor>>)[Symbol.iterator] !== 'function'
+    ) {
+      throw invalidArgument(op, 'parameters', 'an iterable of Tensors', parameters);
+    }
+    const items = [...parameters];
+    for (const [k, item] of items.entries()) checkTensor(op, `parameters[${k}]`, item);
+    for (const [k, item] of items.entries()) this.add(op, `parameters[${k}]`, item);
+    return this;
+  }
+
+  /**
+   * The parameter at `index` (negative counts from the end).
+   * @throws FlodlError ERR_INVALID_ARGUMENT for an index out of range
+   * PyTorch: `list[index]`.
+   */
+  at(index: number): Tensor {
+    const list = this.entries();
+    const parameter = Number.isInteger(index) ? list[index < 0 ? list.length + index : index] : undefined;
+    if (parameter === undefined) {
+      throw new FlodlError('ERR_INVALID_ARGUMENT', 'index out of range', {
+        op: 'ParameterList.at',
+        expected:
+          list.length === 0
+            ? 'no index (the list is empty)'
+            : `an integer index in [${-list.length}, ${list.length - 1}]`,
+        got: String(index),
+      });
+    }
+    return parameter;
+  }
+
+  [Symbol.iterator](): Iterator<Tensor> {
+    return this.entries()[Symbol.iterator]();
+  }
+
+  forward(): never {
+    throw new FlodlError(
+      'ERR_INVALID_ARGUMENT',
+      'a ParameterList has no forward; iterate over its parameters',
+      {
+        op: 'ParameterList.forward',
+      },
+    );
+  }
+
+  /** One line per parameter, as PyTorch prints them: `(0): Parameter containing: [torch.float32 of size 3x4]`. */
+  override extraRepr(): string {
+    return this.entries()
+      .map((parameter, k) => {
+        const size = parameter.shape.join('x');
+        const device = parameter.device.startsWith('cuda')
+          ? ` (GPU ${parameter.device.split(':')[1] ?? 0})`
+          : '';
+        return `  (${k}): Parameter containing: [${torchDtype(parameter.dtype)} of size ${size}${device}]`;
+      })
+      .join('\n');
+  }
+
+  /** The list as PyTorch prints it (one parameter on the same line, more on lines of their own). */
+  override toString(): string {
+    const lines = this.extraRepr().split('\n');
+    return lines.length === 1 ? `ParameterList(${lines[0]})` : `ParameterList(\n  ${lines.join('\n  ')}\n)`;
+  }
+
+  private entries(): Tensor[] {
+    return this.ownEntries()
+      .filter(([name]) => /^(0|[1-9]\d*)$/.test(name))
+      .map(([, value]) => value as Tensor);
+  }
+
+  private add(op: string, name: string, value: unknown): void {
+    const tensor = checkTensor(op, name, value);
+    const parameter = tensor instanceof Parameter ? tensor : new Parameter(tensor);
+    (this as unknown as Record<string, unknown>)[String(this.length)] = parameter;
   }
 }

@@ -20,7 +20,7 @@ export {
   writeSafetensors,
 } from './checkpoint/safetensors.js';
 export * from './clip.js';
-export { ModuleDict, ModuleList, Sequential } from './containers.js';
+export { ModuleDict, ModuleList, ParameterList, Sequential } from './containers.js';
 export * as init from './init.js';
 export * from './layers/index.js';
 export * from './losses/index.js';

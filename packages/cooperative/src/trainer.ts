@@ -2,6 +2,7 @@
 import { installDeathRecord, writeDeathRecord } from '@flodl/distributed';
 import {
   type AnyModule,
+  acquireSaveLock,
   cohortProgress,
   createProgress,
   createWatchedSingleRuntime,
@@ -34,8 +35,15 @@ export class CooperativeTrainerBuilder<M extends AnyModule = AnyModule> extends 
     const spec = this.resolveSpec();
     const role = detectRole(spec.options.devices);
     if (role.kind === 'single') {
+      // The savePath's lock, until finish() (or this process's exit).
+      const lock = acquireSaveLock(spec.options.savePath, 'Trainer.intoWorker');
       // This process owns the run's view: the progress display, the metrics log, the dashboard.
-      const { runtime, model, optimizer, monitor } = await createWatchedSingleRuntime(spec);
+      const { runtime, model, optimizer, monitor } = await createWatchedSingleRuntime(spec).catch(
+        (error: unknown) => {
+          lock?.release();
+          throw error;
+        },
+      );
       return new Worker<M>({
         kind: 'single',
         runtime,
@@ -45,6 +53,7 @@ export class CooperativeTrainerBuilder<M extends AnyModule = AnyModule> extends 
           runtime.dispose();
           optimizer.dispose();
           model.dispose();
+          lock?.release();
         },
         trainStep: spec.trainStep as TrainStep<AnyModule>,
         cudaGraph: spec.options.cudaGraph === true,

@@ -1,13 +1,14 @@
 // The cooperative Worker's checkpoint bundles on one device: a loop left mid-epoch, finished
 // (its bundle written) and resumed equals the uninterrupted loop bit for bit; requestCheckpoint
 // writes a bundle between steps or after the step in flight.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   Adam,
   Dropout,
+  type FlodlError,
   Linear,
   manualSeed,
   mseLoss,
@@ -91,5 +92,30 @@ describe('cooperative Worker, checkpoint bundles', () => {
     expect(readCheckpoint(`${savePath}.step-1`).meta).toMatchObject({ reason: 'request', localStep: 1 });
     await worker.finish();
     expect(readCheckpoint(savePath).meta.cursor).toMatchObject({ epoch: 0, batch: 1 });
+  });
+
+  it('holds <savePath>.lock until finish(): a second Worker or run on the path is refused meanwhile', async () => {
+    const savePath = join(folder, 'locked');
+    const lock = `${savePath}.lock`;
+    const worker = await builder().savePath(savePath).intoWorker();
+    expect(JSON.parse(readFileSync(lock, 'utf8'))).toMatchObject({ pid: process.pid, op: 'Trainer.intoWorker' });
+    const refused = await builder()
+      .savePath(savePath)
+      .intoWorker()
+      .then(
+        () => undefined,
+        (error: unknown) => error as FlodlError,
+      );
+    expect(refused?.code).toBe('ERR_CHECKPOINT');
+    expect(refused?.message).toContain(`is held by pid ${process.pid}`);
+    expect(() => builder().savePath(savePath).run()).toThrow(/is in use by another run/);
+    expect(await loop(worker, 3)).toBe(3);
+    await worker.finish();
+    expect(existsSync(lock)).toBe(false);
+    // Free again: the path resumes and is locked by the new Worker only.
+    const resumed = await builder().resumeFrom(savePath).savePath(savePath).intoWorker();
+    expect(existsSync(lock)).toBe(true);
+    await resumed.finish();
+    expect(existsSync(lock)).toBe(false);
   });
 });

@@ -11,6 +11,7 @@ export { type CapturedLossFn, CapturedStep, type CapturedStepOptions } from './c
 export { load, save } from './checkpoint/module-io.js';
 export { loadOptimizer, saveOptimizer } from './checkpoint/optimizer-io.js';
 export {
+  type ByteDigest,
   MAX_HEADER_BYTES,
   readSafetensors,
   readSafetensorsMetadata,

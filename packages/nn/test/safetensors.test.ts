@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   copyFileSync,
   existsSync,
@@ -167,6 +168,14 @@ describe('safetensors', () => {
       expect(readFileSync(path).equals(before)).toBe(true);
       truncateSync(path, 0);
       expect(caught(() => readSafetensors(path)).code).toBe('ERR_CHECKPOINT');
+    }));
+
+  it("feeds a digest the file's exact bytes as it writes them", () =>
+    tidy(() => {
+      const path = join(workspace, 'digest.safetensors');
+      const digest = createHash('sha256');
+      writeSafetensors(path, onHost(recipe), { producer: 'flodl' }, { digest });
+      expect(digest.digest('hex')).toBe(createHash('sha256').update(readFileSync(path)).digest('hex'));
     }));
 });
 

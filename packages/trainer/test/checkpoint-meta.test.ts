@@ -1,5 +1,5 @@
-// The meta's versions: version 2 adds the coordinator's state and the live membership; a
-// version-1 meta (written by the previous flodl) still reads, with those fields empty.
+// The meta's versions: version 2 adds the coordinator's state and the live membership, version
+// 3 each file's SHA-256; a version-1 meta still reads, with those fields empty.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -42,7 +42,7 @@ function write(name: string, meta: Record<string, unknown>): string {
 
 describe('checkpoint meta versions', () => {
   it('reads a version-1 meta with the version-2 fields filled: live = membership, nothing lost, no guard history', () => {
-    expect(CHECKPOINT_VERSION).toBe(2);
+    expect(CHECKPOINT_VERSION).toBe(3);
     const meta = readMeta(write('v1.meta.json', v1Meta()));
     expect(meta).toMatchObject({ version: 1, live: [0, 1, 2], lost: [], guardHistory: [], elche: null });
   });
@@ -61,6 +61,35 @@ describe('checkpoint meta versions', () => {
     expect(() => readMeta(write('bad-elche.meta.json', { ...v2, elche: { anchor: 'x' } }))).toThrow(
       /invalid elche/,
     );
-    expect(() => readMeta(write('v3.meta.json', { ...v2, version: 3 }))).toThrow(/newer flodl/);
+    expect(() => readMeta(write('v4.meta.json', { ...v2, version: 4 }))).toThrow(/newer flodl/);
+  });
+
+  it('reads a version-3 meta with a sha256 per file, and refuses one whose file has none or a malformed one', () => {
+    const sha256 = 'ab'.repeat(32);
+    const v3 = {
+      ...v1Meta(),
+      version: 3,
+      live: [0, 1, 2],
+      lost: [],
+      guardHistory: [],
+      files: {
+        model: { name: 'run.safetensors', bytes: 10, sha256 },
+        optimizer: { 0: { name: 'run.optim.safetensors', bytes: 10, sha256 } },
+        scheduler: null,
+      },
+    };
+    expect(readMeta(write('v3.meta.json', v3)).files.model.sha256).toBe(sha256);
+    const without = {
+      ...v3,
+      files: { ...v3.files, optimizer: { 0: { name: 'run.optim.safetensors', bytes: 10 } } },
+    };
+    expect(() => readMeta(write('v3-no-sha.meta.json', without))).toThrow(
+      /invalid files[\s\S]*each with its sha256/,
+    );
+    const malformed = {
+      ...v3,
+      files: { ...v3.files, model: { name: 'run.safetensors', bytes: 10, sha256: 'XYZ' } },
+    };
+    expect(() => readMeta(write('v3-bad-sha.meta.json', malformed))).toThrow(/invalid files/);
   });
 });

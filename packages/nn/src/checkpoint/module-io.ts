@@ -1,19 +1,32 @@
 import { type Device, type Tensor, tidy } from '@flodl/tensor-native';
 import type { LoadReport, Module } from '../module.js';
-import { readSafetensors, type SafetensorsMetadata, writeSafetensors } from './safetensors.js';
+import {
+  type ByteDigest,
+  readSafetensors,
+  type SafetensorsMetadata,
+  writeSafetensors,
+} from './safetensors.js';
 
 /**
  * Saves a module's state (`stateDict()`) as a safetensors file, atomically. Keys are the
  * qualified names, so PyTorch reads it with `safetensors.torch.load_file` and
- * `model.load_state_dict`. PyTorch: `safetensors.torch.save_file(model.state_dict(), path)`.
+ * `model.load_state_dict`. `digest` (a `node:crypto` `Hash`) is fed the file's bytes as they
+ * are written. PyTorch: `safetensors.torch.save_file(model.state_dict(), path)`.
  * @throws FlodlError ERR_IO
  */
 export function save(
   module: Module<any, any>,
   path: string,
-  options: { metadata?: SafetensorsMetadata } = {},
+  options: { metadata?: SafetensorsMetadata; digest?: ByteDigest } = {},
 ): void {
-  tidy(() => writeSafetensors(path, module.stateDict(), options.metadata ?? {}));
+  tidy(() =>
+    writeSafetensors(
+      path,
+      module.stateDict(),
+      options.metadata ?? {},
+      options.digest ? { digest: options.digest } : {},
+    ),
+  );
 }
 
 /**

@@ -4,7 +4,12 @@
 import { FlodlError, invalidArgument, Tensor, tidy } from '@flodl/tensor-native';
 import type { Optimizer } from '../optim/optimizer.js';
 import type { OptimizerStateDict, ParameterState } from '../optim/state-dict.js';
-import { readSafetensors, type SafetensorsMetadata, writeSafetensors } from './safetensors.js';
+import {
+  type ByteDigest,
+  readSafetensors,
+  type SafetensorsMetadata,
+  writeSafetensors,
+} from './safetensors.js';
 
 const FORMAT = 'flodl.optimizer/1';
 
@@ -18,14 +23,15 @@ interface Scalars {
 
 /**
  * Saves an optimizer's state (`stateDict()`) to a safetensors file, atomically. `metadata`
- * adds string entries to the header (the key `flodl` is the optimizer's own).
+ * adds string entries to the header (the key `flodl` is the optimizer's own); `digest` (a
+ * `node:crypto` `Hash`) is fed the file's bytes as they are written.
  * @example save(model, 'model.safetensors'); saveOptimizer(optimizer, 'optimizer.safetensors');
  * @throws FlodlError ERR_IO
  */
 export function saveOptimizer(
   optimizer: Optimizer<any, any>,
   path: string,
-  options: { metadata?: SafetensorsMetadata } = {},
+  options: { metadata?: SafetensorsMetadata; digest?: ByteDigest } = {},
 ): void {
   if (typeof optimizer?.stateDict !== 'function')
     throw invalidArgument('saveOptimizer', 'optimizer', 'an Optimizer', optimizer);
@@ -47,7 +53,12 @@ export function saveOptimizer(
       paramGroups: state.paramGroups,
       scalars,
     };
-    writeSafetensors(path, tensors, { ...options.metadata, flodl: JSON.stringify(metadata) });
+    writeSafetensors(
+      path,
+      tensors,
+      { ...options.metadata, flodl: JSON.stringify(metadata) },
+      options.digest ? { digest: options.digest } : {},
+    );
     for (const tensor of Object.values(tensors)) tensor.dispose();
   });
 }

@@ -68,15 +68,23 @@ function corrupt(path: string, problem: string, got?: string): FlodlError {
   });
 }
 
+/** Something fed every byte of a file as it is written, in order: a `node:crypto` `Hash`. */
+export interface ByteDigest {
+  update(bytes: Uint8Array): unknown;
+}
+
 /**
  * Writes tensors to `path` atomically: a temporary file in the same folder is written and
  * flushed, then renamed over `path`, so a crash or a full disk never leaves a torn file.
+ * `options.digest` is fed the file's bytes from memory as they are written (a checksum
+ * without reading the file back).
  * @throws FlodlError ERR_IO when the file cannot be written (the previous file stays intact)
  */
 export function writeSafetensors(
   path: string,
   tensors: Record<string, Tensor>,
   metadata: SafetensorsMetadata = {},
+  options: { digest?: ByteDigest } = {},
 ): void {
   if (typeof path !== 'string' || path === '')
     throw invalidArgument('writeSafetensors', 'path', 'a file path', path);
@@ -106,7 +114,9 @@ export function writeSafetensors(
   const headerBytes = Buffer.from(headerText, 'utf8');
   const prefix = Buffer.alloc(8);
   prefix.writeBigUInt64LE(BigInt(headerBytes.length));
-  writeFileAtomic(path, [prefix, headerBytes, ...chunks], 'writeSafetensors');
+  const file = [prefix, headerBytes, ...chunks];
+  if (options.digest) for (const chunk of file) options.digest.update(chunk);
+  writeFileAtomic(path, file, 'writeSafetensors');
 }
 
 /**

@@ -1,5 +1,7 @@
 // Checkpoint bundles: one stem, the model (PyTorch-loadable safetensors), each rank's optimizer,
-// the scheduler and the meta a run resumes from exactly.
+// the scheduler and the meta a run resumes from exactly; each file's checksum; the savePath lock.
+export { CHECKSUM_ALGORITHM } from './checksum.js';
+export { acquireSaveLock, lockPathOf, type SaveLock, type SaveLockOwner } from './lock.js';
 export {
   type BundleFile,
   type BundleReason,

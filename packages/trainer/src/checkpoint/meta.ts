@@ -6,15 +6,19 @@ import { readFileSync, statSync } from 'node:fs';
 import type { ElCheState } from '@flodl/distributed';
 import { isSpanList } from '@flodl/distributed/coordinator';
 import { FlodlError } from '@flodl/tensor-native';
+import { isChecksum } from './checksum.js';
 
 /** The `format` of every bundle's meta file. */
 export const CHECKPOINT_FORMAT = 'flodl.checkpoint';
 /**
  * The meta version this flodl writes (and the newest it reads). Version 2 added the
  * coordinator's state (`elche` typed, `guardHistory`) and the live membership (`live`,
- * `lost`); version 1 metas read with those empty.
+ * `lost`); version 1 metas read with those empty. Version 3 added each file's SHA-256
+ * (`files.*.sha256`); the files of an older bundle are checked by size and bundle id only.
  */
-export const CHECKPOINT_VERSION = 2;
+export const CHECKPOINT_VERSION = 3;
+/** The first meta version whose files carry a checksum. */
+export const CHECKSUM_VERSION = 3;
 /** Meta files larger than this are refused before they are read. */
 export const MAX_META_BYTES = 16 * 1024 * 1024;
 /** A generator state (base64) longer than this is refused (the CPU's is 5 056 bytes). */
@@ -66,6 +70,8 @@ export interface BundleFile {
   /** The file name, in the meta file's folder. */
   name: string;
   bytes: number;
+  /** The file's SHA-256, lowercase hex (version 3; absent in an older meta). */
+  sha256?: string;
 }
 
 /** The contents of `<stem>.meta.json`. */
@@ -268,7 +274,8 @@ function checkMeta(path: string, value: unknown): CheckpointMeta {
     typeof (file as BundleFile).name === 'string' &&
     /^[^/\\]+$/.test((file as BundleFile).name) &&
     Number.isSafeInteger((file as BundleFile).bytes) &&
-    (file as BundleFile).bytes >= 0;
+    (file as BundleFile).bytes >= 0 &&
+    ((meta.version as number) < CHECKSUM_VERSION || isChecksum((file as BundleFile).sha256));
   field(
     'files',
     typeof files === 'object' &&
@@ -278,7 +285,9 @@ function checkMeta(path: string, value: unknown): CheckpointMeta {
       files.optimizer !== null &&
       Object.entries(files.optimizer).every(([rank, file]) => /^\d+$/.test(rank) && isFile(file)) &&
       (files.scheduler === null || isFile(files.scheduler)),
-    '{ model, optimizer: { rank: file }, scheduler } with plain file names',
+    (meta.version as number) < CHECKSUM_VERSION
+      ? '{ model, optimizer: { rank: file }, scheduler } with plain file names'
+      : '{ model, optimizer: { rank: file }, scheduler }: plain file names, each with its sha256',
     files,
   );
   const coverage = meta.coverage as CheckpointMeta['coverage'] | undefined;

@@ -63,6 +63,20 @@ export function resolveBundle(stem: string): string | undefined {
   return periodicBundles(stem).at(-1)?.stem;
 }
 
+/**
+ * The complete bundles of the same run older than the one at `stem`, oldest first: for a
+ * periodic `<savePath>.step-<N>`, the periodic bundles of `savePath` before step N; for a
+ * run's final bundle at `savePath`, every periodic bundle of it.
+ */
+export function olderBundles(stem: string): string[] {
+  const periodic = /^(.*)\.step-(\d+)$/.exec(stem);
+  const savePath = periodic ? (periodic[1] as string) : stem;
+  const before = periodic ? Number(periodic[2]) : Number.POSITIVE_INFINITY;
+  return periodicBundles(savePath)
+    .filter((bundle) => bundle.step < before && bundle.stem !== stem)
+    .map((bundle) => bundle.stem);
+}
+
 /** Removes the bundle at `stem`: its meta first, so an interrupted removal leaves it incomplete, never mixed. */
 export function removeBundle(stem: string, worldSize: number): void {
   const paths = bundlePaths(stem);

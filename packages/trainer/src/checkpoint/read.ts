@@ -1,14 +1,16 @@
 // Reads a checkpoint bundle back and restores a rank from it. Everything is checked before
 // anything is restored: the meta, each file's size against the meta (a truncated file is
-// refused before it is read), each file's bundle id (a file of another bundle is refused).
+// refused before it is read), each file's bundle id (a file of another bundle is refused),
+// then each file's SHA-256 against the meta's (a file changed in place is refused).
 
 import { readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { type LRScheduler, load, loadOptimizer, type Optimizer, readSafetensorsMetadata } from '@flodl/nn';
 import { type Device, FlodlError, setRngState } from '@flodl/tensor-native';
 import type { AnyModule } from '../runtime/types.js';
+import { checksumOfFile } from './checksum.js';
 import { type BundleFile, type CheckpointMeta, checkpointError, MAX_META_BYTES, readMeta } from './meta.js';
-import { bundlePaths, resolveBundle } from './paths.js';
+import { bundlePaths, olderBundles, resolveBundle } from './paths.js';
 
 /** A bundle read and checked: its meta and the paths of its files. */
 export interface CheckpointBundle {
@@ -24,10 +26,21 @@ export interface CheckpointBundle {
 
 /**
  * Reads the bundle `resumeFrom(stem)` would resume from (`stem` itself, or the newest complete
- * periodic bundle of `stem` as a `savePath`) and checks every file of it, reading no tensor.
+ * periodic bundle of `stem` as a `savePath`) and checks every file of it, creating no tensor:
+ * its size, its bundle id and (a version-3 bundle) its SHA-256 against the meta, which reads
+ * each file once. A bundle written before checksums (version 1 or 2) is checked by size and
+ * bundle id only, without a word. A damaged newest bundle is an error, never skipped for an
+ * older one: the error names the older bundle to resume from instead.
  *
  * @throws FlodlError ERR_CHECKPOINT naming the file: no bundle there, a meta that is not
- *   JSON, of another format or a newer version, a file missing, truncated, or of another bundle
+ *   JSON, of another format or a newer version, a file missing, truncated, of another bundle,
+ *   or whose bytes do not match its checksum (expected and actual hash in the error)
+ * @example
+ * ```ts fragment
+ * const { meta, model } = readCheckpoint('runs/mnist'); // the newest complete bundle
+ * console.log(meta.epoch, meta.files.model.sha256, model);
+ * ```
+ * PyTorch: `torch.load(path)` of a `torch.save` dict (which has no checksum).
  */
 export function readCheckpoint(stem: string): CheckpointBundle {
   if (typeof stem !== 'string' || stem === '')
@@ -45,21 +58,61 @@ export function readCheckpoint(stem: string): CheckpointBundle {
   const paths = bundlePaths(resolved);
   const meta = readMeta(paths.meta);
   const folder = dirname(paths.meta);
+  const instead = (): string => olderBundleAdvice(resolved);
   const located = (file: BundleFile): string => {
     const path = join(folder, file.name);
-    checkSize(path, file.bytes);
+    checkSize(path, file.bytes, instead);
     return path;
   };
-  const model = located(meta.files.model);
-  checkTag(model, meta.bundleId);
-  const optimizers = new Map<number, string>();
-  for (const [rank, file] of Object.entries(meta.files.optimizer)) {
+  const tagged = (file: BundleFile): string => {
     const path = located(file);
-    checkTag(path, meta.bundleId);
-    optimizers.set(Number(rank), path);
-  }
+    let metadata: Record<string, string>;
+    try {
+      metadata = asCheckpoint(path, () => readSafetensorsMetadata(path));
+    } catch (error) {
+      // A header damaged in place: the checksum says so, with both hashes.
+      checkChecksum(path, file, instead);
+      throw error;
+    }
+    checkTag(path, metadata, meta.bundleId);
+    return path;
+  };
+  const model = tagged(meta.files.model);
+  const optimizers = new Map<number, string>();
+  for (const [rank, file] of Object.entries(meta.files.optimizer)) optimizers.set(Number(rank), tagged(file));
   const scheduler = meta.files.scheduler ? located(meta.files.scheduler) : undefined;
+  // The sizes and ids first (cheap, no file read whole), then every byte.
+  checkChecksum(model, meta.files.model, instead);
+  for (const [rank, file] of Object.entries(meta.files.optimizer))
+    checkChecksum(optimizers.get(Number(rank)) as string, file, instead);
+  if (scheduler !== undefined && meta.files.scheduler)
+    checkChecksum(scheduler, meta.files.scheduler, instead);
   return { stem: resolved, meta, model, optimizers, scheduler };
+}
+
+/** What to do instead of resuming from the damaged bundle at `stem`: the next older complete one, by name. */
+function olderBundleAdvice(stem: string): string {
+  const older = olderBundles(stem).at(-1);
+  return older === undefined
+    ? `no older complete bundle of this run is left: restore the file from a copy, or start without resumeFrom`
+    : `resume from the older bundle instead: .resumeFrom('${older}')`;
+}
+
+/** Refuses a file whose bytes are not the ones its meta recorded (a version-3 bundle's). */
+function checkChecksum(path: string, file: BundleFile, instead: () => string): void {
+  if (file.sha256 === undefined) return;
+  let actual: string;
+  try {
+    actual = checksumOfFile(path);
+  } catch (error) {
+    throw checkpointError(path, 'cannot be read', { got: (error as Error).message, cause: error });
+  }
+  if (actual !== file.sha256)
+    throw checkpointError(
+      path,
+      `does not match the checksum its bundle recorded (its bytes changed since it was written); ${instead()}`,
+      { expected: `sha256 ${file.sha256}`, got: `sha256 ${actual}` },
+    );
 }
 
 /** What a bundle restores into. */
@@ -138,12 +191,12 @@ function readSchedulerState(path: string, bundleId: string): unknown {
   return value.state;
 }
 
-function checkSize(path: string, bytes: number): void {
+function checkSize(path: string, bytes: number, instead: () => string): void {
   let size: number;
   try {
     size = statSync(path).size;
   } catch (error) {
-    throw checkpointError(path, 'is missing from its bundle', {
+    throw checkpointError(path, `is missing from its bundle; ${instead()}`, {
       got: (error as Error).message,
       cause: error,
     });
@@ -151,7 +204,7 @@ function checkSize(path: string, bytes: number): void {
   if (size !== bytes)
     throw checkpointError(
       path,
-      size < bytes ? 'is truncated' : 'does not have the size its bundle recorded',
+      `${size < bytes ? 'is truncated' : 'does not have the size its bundle recorded'}; ${instead()}`,
       {
         expected: `${bytes} bytes`,
         got: `${size} bytes`,
@@ -159,8 +212,7 @@ function checkSize(path: string, bytes: number): void {
     );
 }
 
-function checkTag(path: string, bundleId: string): void {
-  const metadata = asCheckpoint(path, () => readSafetensorsMetadata(path));
+function checkTag(path: string, metadata: Record<string, string>, bundleId: string): void {
   if (metadata['flodl.bundle'] !== bundleId)
     throw checkpointError(path, 'belongs to another bundle', {
       expected: `bundle ${bundleId}`,

@@ -1,7 +1,8 @@
 // Writes a checkpoint bundle: the model, the optimizer, the scheduler, then the meta that marks
 // it complete. Every file is written atomically (a temporary file, fsync, rename), and the old
 // meta of the stem goes first, so a crash at any point leaves either the new bundle whole or
-// this stem incomplete (skipped by `resumeFrom`), and every other bundle untouched.
+// this stem incomplete (skipped by `resumeFrom`), and every other bundle untouched. Each file's
+// SHA-256 is taken from its bytes in memory as it is written and recorded in the meta.
 
 import { randomBytes } from 'node:crypto';
 import { closeSync, fsyncSync, mkdirSync, openSync, rmSync, statSync } from 'node:fs';
@@ -10,6 +11,7 @@ import type { ElCheState } from '@flodl/distributed';
 import { type LRScheduler, type Optimizer, save, saveOptimizer, writeFileAtomic } from '@flodl/nn';
 import { type Device, FlodlError, getRngState } from '@flodl/tensor-native';
 import type { AnyModule } from '../runtime/types.js';
+import { checksumOfBytes, checksumOfFile, hexOf, newDigest } from './checksum.js';
 import {
   type BundleFile,
   type BundleReason,
@@ -53,8 +55,17 @@ export interface BundleSource {
 /** A cluster bundle's shared parts: its id (every rank's files carry it) and the other ranks' optimizer files. */
 export interface BundleShare {
   bundleId: string;
-  /** Optimizer files other ranks wrote into this bundle, by rank. */
-  optimizers: Map<number, string>;
+  /**
+   * Optimizer files other ranks wrote into this bundle, by rank, with their SHA-256 where the
+   * caller has it (else the file is hashed from disk here).
+   */
+  optimizers: Map<number, string | { path: string; sha256: string }>;
+}
+
+/** A file of the bundle as written: its path and SHA-256. */
+export interface WrittenFile {
+  path: string;
+  sha256: string;
 }
 
 /** Metadata key of a rank's optimizer file: its coverage of the epoch in progress, as JSON. */
@@ -66,20 +77,22 @@ export const COVERED_METADATA_KEY = 'flodl.covered';
  *
  * @throws FlodlError ERR_IO when the file cannot be written
  */
-export function writeRankPart(stem: string, source: BundleSource, bundleId: string): string {
+export function writeRankPart(stem: string, source: BundleSource, bundleId: string): WrittenFile {
   const path = bundlePaths(stem).optimizer(source.rank);
   try {
     mkdirSync(dirname(path), { recursive: true });
   } catch (error) {
     throw ioError(path, error);
   }
+  const digest = newDigest();
   saveOptimizer(source.optimizer, path, {
     metadata: {
       'flodl.bundle': bundleId,
       [COVERED_METADATA_KEY]: JSON.stringify({ epoch: source.cursor.epoch, spans: source.covered }),
     },
+    digest,
   });
-  return path;
+  return { path, sha256: hexOf(digest) };
 }
 
 /**
@@ -103,15 +116,20 @@ export function writeBundle(
   } catch (error) {
     throw ioError(paths.meta, error);
   }
-  save(source.model, paths.model, { metadata: { ...tag, 'flodl.format': CHECKPOINT_FORMAT } });
-  const optimizerPath = writeRankPart(stem, source, bundleId);
+  const modelDigest = newDigest();
+  save(source.model, paths.model, {
+    metadata: { ...tag, 'flodl.format': CHECKPOINT_FORMAT },
+    digest: modelDigest,
+  });
+  const model = fileEntry(paths.model, hexOf(modelDigest));
+  const ownOptimizer = writeRankPart(stem, source, bundleId);
   let scheduler: BundleFile | null = null;
   if (source.scheduler) {
-    writeText(
+    const sha256 = writeText(
       paths.scheduler,
       `${JSON.stringify({ bundleId, state: source.scheduler.stateDict() }, null, 2)}\n`,
     );
-    scheduler = fileEntry(paths.scheduler);
+    scheduler = fileEntry(paths.scheduler, sha256);
   }
   const rng: Record<string, string> = { cpu: Buffer.from(getRngState('cpu')).toString('base64') };
   if (source.device !== 'cpu') {
@@ -148,11 +166,11 @@ export function writeBundle(
     elche: source.elche ?? null,
     guardHistory: [...(source.guardHistory ?? [])],
     files: {
-      model: fileEntry(paths.model),
+      model,
       optimizer: Object.fromEntries(
-        [[source.rank, optimizerPath] as const, ...(share?.optimizers ?? [])]
+        [[source.rank, ownOptimizer] as const, ...(share?.optimizers ?? [])]
           .sort(([left], [right]) => left - right)
-          .map(([rank, path]) => [String(rank), fileEntry(path)]),
+          .map(([rank, file]) => [String(rank), otherFileEntry(file)]),
       ),
       scheduler,
     },
@@ -162,13 +180,34 @@ export function writeBundle(
   return meta;
 }
 
-/** Writes a JSON file of the bundle atomically. */
-function writeText(path: string, text: string): void {
-  writeFileAtomic(path, [Buffer.from(text, 'utf8')], 'writeBundle');
+/** Writes a JSON file of the bundle atomically; returns its SHA-256. */
+function writeText(path: string, text: string): string {
+  const bytes = Buffer.from(text, 'utf8');
+  writeFileAtomic(path, [bytes], 'writeBundle');
+  return checksumOfBytes(bytes);
 }
 
-function fileEntry(path: string): BundleFile {
-  return { name: basename(path), bytes: statSync(path).size };
+function fileEntry(path: string, sha256: string): BundleFile {
+  return { name: basename(path), bytes: statSync(path).size, sha256 };
+}
+
+/** The entry of an optimizer file: hashed as written, or (another rank's, without one) from disk. */
+function otherFileEntry(file: string | WrittenFile): BundleFile {
+  if (typeof file !== 'string') return fileEntry(file.path, file.sha256);
+  let sha256: string;
+  try {
+    sha256 = checksumOfFile(file);
+  } catch (error) {
+    throw new FlodlError(
+      'ERR_IO',
+      `could not read ${file} to record its checksum: ${(error as Error).message}`,
+      {
+        op: 'writeBundle',
+        cause: error,
+      },
+    );
+  }
+  return fileEntry(file, sha256);
 }
 
 /** Makes the renames in `folder` durable (best effort: not every file system allows it). */

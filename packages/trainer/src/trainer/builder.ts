@@ -3,6 +3,7 @@
 import type { EpochMetrics, LaunchMode, MaxFailureThreshold } from '@flodl/distributed';
 import type { LRScheduler, Optimizer } from '@flodl/nn';
 import { checkOptions, type Device, FlodlError } from '@flodl/tensor-native';
+import { acquireSaveLock } from '../checkpoint/lock.js';
 import type { ProgressSetting } from '../progress/progress.js';
 import type { EpochContext, RankRuntime } from '../runtime/rank-runtime.js';
 import type { AnyModule, ModelFactory, TrainingDataset, TrainStep } from '../runtime/types.js';
@@ -299,6 +300,10 @@ export function startRun<M extends AnyModule>(spec: RunSpec<M>): TrainerHandle {
   const options = spec.options;
   const role = detectRole(options.devices);
   if (role.kind !== 'single') refuseClusterBundleOptions(options);
+  // The savePath's lock, for the run's life: the launching (or coordinator) process holds it
+  // for a whole cluster, so a rank process takes none.
+  const lock = role.kind === 'rank' ? undefined : acquireSaveLock(options.savePath, 'Trainer.run');
+  const locked = <T>(run: Promise<T>): Promise<T> => run.finally(() => lock?.release());
   const abort = new AbortController();
   let runtime: RankRuntime<M> | undefined;
   let stopped = false;
@@ -312,7 +317,7 @@ export function startRun<M extends AnyModule>(spec: RunSpec<M>): TrainerHandle {
   };
   if (role.kind === 'coordinator') {
     // This process only hosts the coordinator of an externally launched run.
-    return new TrainerHandle(role.rank.worldSize, [], () => runCoordinatorProcess(role.rank), stop);
+    return new TrainerHandle(role.rank.worldSize, [], () => locked(runCoordinatorProcess(role.rank)), stop);
   }
   if (role.kind === 'rank') {
     return new TrainerHandle(
@@ -340,9 +345,11 @@ export function startRun<M extends AnyModule>(spec: RunSpec<M>): TrainerHandle {
       options.devices.length,
       options.devices,
       (handle) =>
-        runLauncher(spec, handle, abort.signal, (graceful) => {
-          stopCluster = graceful;
-        }),
+        locked(
+          runLauncher(spec, handle, abort.signal, (graceful) => {
+            stopCluster = graceful;
+          }),
+        ),
       stop,
     );
   }
@@ -350,15 +357,17 @@ export function startRun<M extends AnyModule>(spec: RunSpec<M>): TrainerHandle {
     1,
     options.devices,
     (handle) =>
-      runSingleDevice(
-        spec,
-        handle,
-        () => stopped,
-        (created) => {
-          runtime = created;
-          // A request made before the runtime existed is served after the first step.
-          if (requestedEarly) created.requestCheckpoint();
-        },
+      locked(
+        runSingleDevice(
+          spec,
+          handle,
+          () => stopped,
+          (created) => {
+            runtime = created;
+            // A request made before the runtime existed is served after the first step.
+            if (requestedEarly) created.requestCheckpoint();
+          },
+        ),
       ),
     stop,
   );

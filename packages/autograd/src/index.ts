@@ -3,6 +3,14 @@
 export { autogradGrad as grad } from '@flodl/tensor-native';
 export * from './functional/index.js';
 export * as F from './functional/index.js';
-export { enableGrad, isGradEnabled, noGrad, setGradEnabled } from './grad-mode.js';
+export {
+  enableGrad,
+  type InferenceModeOptions,
+  inferenceMode,
+  isGradEnabled,
+  isInferenceModeEnabled,
+  noGrad,
+  setGradEnabled,
+} from './grad-mode.js';
 export { type GradcheckOptions, gradcheck } from './gradcheck.js';
 export { Variable, type VariableConstructor } from './variable.js';

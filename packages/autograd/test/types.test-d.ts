@@ -1,8 +1,8 @@
 // Type-level tests (checked by tsc --noEmit in the package's `typecheck` task): the overloads of the
 // functional API give the types users expect.
-import type { Tensor, ValuesIndices } from '@flodl/tensor-native';
+import type { NestedArray, Tensor, ValuesIndices } from '@flodl/tensor-native';
 import { describe, expectTypeOf, it } from 'vitest';
-import { F, Variable } from '../src/index.js';
+import { F, inferenceMode, isInferenceModeEnabled, Variable } from '../src/index.js';
 
 declare const x: Tensor;
 declare const flag: boolean;
@@ -38,5 +38,24 @@ describe('Variable', () => {
   it('is a Tensor', () => {
     expectTypeOf<Variable>().toExtend<Tensor>();
     expectTypeOf(Variable).toBeConstructibleWith(x);
+  });
+});
+
+describe('PyTorch names', () => {
+  it('inferenceMode returns what fn returns; its option is mode', () => {
+    expectTypeOf(inferenceMode(() => x)).toEqualTypeOf<Tensor>();
+    expectTypeOf(inferenceMode(() => 1, { mode: false })).toEqualTypeOf<number>();
+    expectTypeOf(isInferenceModeEnabled()).toEqualTypeOf<boolean>();
+    // @ts-expect-error: the option is PyTorch's `mode`
+    inferenceMode(() => 1, { enabled: false });
+  });
+
+  it('a Variable has T, mT, tolist and the options forms of the reductions', () => {
+    const v = new Variable(x, true);
+    expectTypeOf(v.T).toEqualTypeOf<Tensor>();
+    expectTypeOf(v.mT).toEqualTypeOf<Tensor>();
+    expectTypeOf(v.mean({ dim: 1, keepdim: true })).toEqualTypeOf<Tensor>();
+    expectTypeOf(v.max({ dim: 0 })).toEqualTypeOf<ValuesIndices>();
+    expectTypeOf(v.tolist()).toEqualTypeOf<NestedArray>();
   });
 });

@@ -233,7 +233,7 @@ describe('flodl launch --elastic', () => {
     );
     expect(() =>
       parseLaunchArgs(['launch', '--nproc', '2', '--elastic', '--max-failure', '0%', 's.ts']),
-    ).toThrow(/bad --max-failure "0%"/);
+    ).toThrow(/--max-failure takes a whole number of ranks >= 1 or a percentage in \(0, 100\], got 0%/);
   });
 
   it('exits 0 and names the lost rank when the others finish', () => {

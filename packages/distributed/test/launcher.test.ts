@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, realpathSync, rmSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -159,6 +160,30 @@ describe('launch', () => {
     }
   });
 
+  it("leaves no run folder when the launcher's own start fails (the coordinator's port taken)", async () => {
+    const previous = process.env.TMPDIR;
+    const scratch = mkdtempSync(join(tmpdir(), 'flodl-launch-port-'));
+    const runFolders = () => readdirSync(scratch).filter((name) => name.startsWith('flodl-run-'));
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    process.env.TMPDIR = scratch;
+    try {
+      const before = runFolders();
+      const port = (taken.address() as AddressInfo).port;
+      const error = await launch({ nproc: 2, script: rankScript, stdio: 'ignore', port }).then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
+      expect(FlodlError.isInstance(error) && error.code).toBe('ERR_IO');
+      expect(runFolders()).toEqual(before);
+    } finally {
+      if (previous === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = previous;
+      await new Promise((resolve) => taken.close(resolve));
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  });
+
   it('rejects bad options before starting anything', async () => {
     await expect(launch({ nproc: 0, script: rankScript })).rejects.toThrow(/invalid nproc/);
     await expect(launch({ nproc: 1, script: rankScript, mode: 'NcclAsync' as never })).rejects.toThrow(
@@ -203,13 +228,42 @@ describe('flodl launch (bin)', () => {
     rmSync(recordDir, { recursive: true, force: true });
   });
 
+  it('names a missing rank script before starting anything, and leaves no run folder', () => {
+    const scratch = mkdtempSync(join(tmpdir(), 'flodl-launch-missing-'));
+    const runFolders = () => readdirSync(scratch).filter((name) => name.startsWith('flodl-run-'));
+    try {
+      const before = runFolders();
+      const result = spawnSync(process.execPath, [bin, 'launch', '--nproc', '2', 'does-not-exist.js'], {
+        encoding: 'utf8',
+        timeout: 20_000,
+        cwd: scratch,
+        env: { ...process.env, TMPDIR: scratch },
+      });
+      expect(result.status).toBe(2);
+      expect(result.stdout).toBe('');
+      expect(
+        result.stderr.replaceAll(realpathSync(scratch), '<dir>').replaceAll(scratch, '<dir>'),
+      ).toMatchInlineSnapshot(`
+        "flodl: [ERR_INVALID_ARGUMENT] launch: the rank script <dir>/does-not-exist.js does not exist
+          expected: the path of the script every rank runs (relative to the working directory)
+          got: "does-not-exist.js" (in <dir>)
+        "
+      `);
+      expect(runFolders()).toEqual(before);
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  });
+
   it('answers bad flags with a usage error and exit code 2', () => {
     const unknown = run(['launch', '--nprocs', '2', rankScript]);
     expect(unknown.status).toBe(2);
     expect(unknown.stderr).toContain('unknown flag --nprocs');
     expect(unknown.stderr).toContain('usage: flodl launch --nproc N');
     expect(run(['launch', rankScript]).stderr).toContain('--nproc is required');
-    expect(run(['launch', '--nproc', 'two', rankScript]).stderr).toContain('bad --nproc "two"');
+    expect(run(['launch', '--nproc', 'two', rankScript]).stderr).toContain(
+      '--nproc takes a whole number of ranks >= 1, got two',
+    );
   });
 
   it('parses flags before the script and passes the rest through', () => {

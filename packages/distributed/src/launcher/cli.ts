@@ -101,7 +101,7 @@ export function parseLaunchArgs(argv: readonly string[]): LaunchCommand {
   if (values.help) return { kind: 'help', topic: 'launch' };
   const options: Partial<LaunchOptions> = {};
   // In the order of the usage text, so that a bad value is named before a missing flag.
-  if (values.nproc !== undefined) options.nproc = integer('--nproc', values.nproc, 1);
+  if (values.nproc !== undefined) options.nproc = wholeNumber('--nproc', values.nproc);
   if (values.device !== undefined) {
     if (!(LAUNCH_DEVICES as readonly string[]).includes(values.device))
       throw usageError(`bad --device ${values.device}`, 'cpu or cuda');
@@ -113,25 +113,21 @@ export function parseLaunchArgs(argv: readonly string[]): LaunchCommand {
     }
     options.mode = values.mode as LaunchMode;
   }
-  if (values.nnodes !== undefined) options.nnodes = integer('--nnodes', values.nnodes, 1);
-  if (values['node-rank'] !== undefined) options.nodeRank = integer('--node-rank', values['node-rank'], 0);
+  if (values.nnodes !== undefined) options.nnodes = wholeNumber('--nnodes', values.nnodes);
+  if (values['node-rank'] !== undefined) {
+    options.nodeRank = wholeNumber('--node-rank', values['node-rank'], (options.nnodes ?? 1) - 1);
+  }
   if (values.coordinator !== undefined) options.coordinator = values.coordinator;
-  if (values.port !== undefined) options.port = integer('--port', values.port, 0);
+  if (values.port !== undefined) options.port = wholeNumber('--port', values.port);
   if (values['timeout-ms'] !== undefined)
-    options.timeoutMs = integer('--timeout-ms', values['timeout-ms'], 1);
+    options.timeoutMs = wholeNumber('--timeout-ms', values['timeout-ms']);
   if (values['liveness-ms'] !== undefined)
-    options.livenessMs = integer('--liveness-ms', values['liveness-ms'], 500);
+    options.livenessMs = wholeNumber('--liveness-ms', values['liveness-ms']);
   if (values.elastic) options.elastic = true;
   const maxFailure = values['max-failure'];
-  if (maxFailure !== undefined) {
-    options.maxFailure = maxFailure.endsWith('%')
-      ? { percent: percent('--max-failure', maxFailure.slice(0, -1)) }
-      : { absolute: integer('--max-failure', maxFailure, 1) };
-  }
+  if (maxFailure !== undefined) options.maxFailure = failureThreshold(maxFailure);
   if (values['no-prefix']) options.prefixOutput = false;
-  const dashboard = values.dashboard === undefined ? undefined : integer('--dashboard', values.dashboard, 0);
-  if (dashboard !== undefined && dashboard > 65535)
-    throw usageError(`bad --dashboard ${values.dashboard}`, 'a port in 0..65535');
+  const dashboard = values.dashboard === undefined ? undefined : wholeNumber('--dashboard', values.dashboard);
   if (script === undefined) throw usageError('no script given', 'a script path after the flags');
   if (options.nproc === undefined) throw usageError('--nproc is required', '--nproc N');
   if (options.maxFailure !== undefined && !options.elastic) {
@@ -145,7 +141,35 @@ export function parseLaunchArgs(argv: readonly string[]): LaunchCommand {
 }
 
 function parseLaunchFlags(flags: string[]) {
-  return parseArgs({ args: flags, options: LAUNCH_FLAGS, strict: true, allowPositionals: false }).values;
+  return parseArgs({
+    args: joinDashValues(flags),
+    options: LAUNCH_FLAGS,
+    strict: true,
+    allowPositionals: false,
+  }).values;
+}
+
+/**
+ * `--flag -1` as `--flag=-1`: a value starting with a dash that is no flag of ours (a negative
+ * number) reaches the flag's own check, which says what the flag takes, instead of parseArgs'
+ * "argument is ambiguous".
+ */
+function joinDashValues(flags: readonly string[]): string[] {
+  const joined: string[] = [];
+  for (let index = 0; index < flags.length; index += 1) {
+    const flag = flags[index] as string;
+    const value = flags[index + 1];
+    const name = flag.startsWith('--') ? flag.slice(2) : undefined;
+    const takesValue =
+      name !== undefined && Object.hasOwn(LAUNCH_FLAGS, name)
+        ? LAUNCH_FLAGS[name as keyof typeof LAUNCH_FLAGS].type === 'string'
+        : false;
+    if (takesValue && value !== undefined && /^-[^-h]/.test(value)) {
+      joined.push(`${flag}=${value}`);
+      index += 1;
+    } else joined.push(flag);
+  }
+  return joined;
 }
 
 /**
@@ -178,6 +202,9 @@ function parseErrorMessage(error: unknown): string {
   if (unknown) return `unknown flag ${unknown[1]}`;
   const missing = message.match(/Option '(-\w, )?(--[\w-]+)[^']*' argument missing/);
   if (missing) return `${missing[2]} needs a value`;
+  // `--nproc --port 1`: a flag where the value should be.
+  const ambiguous = message.match(/Option '(-\w, )?(--[\w-]+)' argument is ambiguous/);
+  if (ambiguous) return `${ambiguous[2]} needs a value (got the next flag instead)`;
   const boolean = message.match(/Option '(-\w, )?(--[\w-]+)' does not take an argument/);
   if (boolean) return `${boolean[2]} takes no value`;
   return message.split('\n')[0] ?? message;
@@ -280,20 +307,66 @@ export function describeLost(result: Pick<LaunchResult, 'lost' | 'worldSize' | '
   ].join('\n');
 }
 
-function percent(flag: string, text: string): number {
-  const value = Number(text);
-  if (!/^\d+(\.\d+)?$/.test(text) || !(value > 0 && value <= 100)) {
-    throw usageError(`bad ${flag} ${JSON.stringify(`${text}%`)}`, 'a percentage in (0, 100]');
-  }
-  return value / 100;
-}
+/** What each numeric flag takes, as its usage error says it, and an example of it. */
+const NUMERIC_FLAGS: Record<string, { takes: string; minimum: number; maximum?: number; example: string }> = {
+  '--nproc': { takes: 'a whole number of ranks', minimum: 1, example: '--nproc 2' },
+  '--nnodes': { takes: 'a whole number of hosts', minimum: 1, example: '--nnodes 2' },
+  '--node-rank': {
+    takes: "this host's index",
+    minimum: 0,
+    example: '--node-rank 0 on the host of the coordinator',
+  },
+  '--port': { takes: 'a port', minimum: 0, maximum: 65_535, example: '--port 29500 (0: a free port)' },
+  '--timeout-ms': { takes: 'a whole number of milliseconds', minimum: 1, example: '--timeout-ms 600000' },
+  '--liveness-ms': { takes: 'a whole number of milliseconds', minimum: 500, example: '--liveness-ms 30000' },
+  '--dashboard': {
+    takes: 'a port',
+    minimum: 0,
+    maximum: 65_535,
+    example: '--dashboard 8080 (0: a free port)',
+  },
+};
 
-function integer(flag: string, text: string, minimum: number): number {
+/**
+ * The whole number `text` of a numeric flag, within the flag's range (`maximum` narrows it).
+ *
+ * @throws FlodlError ERR_INVALID_ARGUMENT `--nproc takes a whole number of ranks >= 1, got -1`
+ */
+function wholeNumber(flag: string, text: string, maximum?: number): number {
+  const rule = NUMERIC_FLAGS[flag] as (typeof NUMERIC_FLAGS)[string];
+  const highest = maximum ?? rule.maximum;
   const value = Number(text);
-  if (!/^\d+$/.test(text) || !Number.isSafeInteger(value) || value < minimum) {
-    throw usageError(`bad ${flag} ${JSON.stringify(text)}`, `an integer ≥ ${minimum}`);
+  if (
+    !/^\d+$/.test(text) ||
+    !Number.isSafeInteger(value) ||
+    value < rule.minimum ||
+    value > (highest ?? value)
+  ) {
+    const range = highest === undefined ? `>= ${rule.minimum}` : `in ${rule.minimum}..${highest}`;
+    // A host's index is below the host count.
+    const because = flag === '--node-rank' ? ` (--nnodes ${(highest ?? 0) + 1})` : '';
+    throw usageError(`${flag} takes ${rule.takes} ${range}${because}, got ${text}`, `e.g. ${rule.example}`);
   }
   return value;
+}
+
+/**
+ * `--max-failure N` (ranks) or `P%` (of the world size).
+ *
+ * @throws FlodlError ERR_INVALID_ARGUMENT naming both forms
+ */
+function failureThreshold(text: string): { absolute: number } | { percent: number } {
+  const expected = 'e.g. --max-failure 1 or --max-failure 25%';
+  const message = `--max-failure takes a whole number of ranks >= 1 or a percentage in (0, 100], got ${text}`;
+  if (!text.endsWith('%')) {
+    const value = Number(text);
+    if (!/^\d+$/.test(text) || !Number.isSafeInteger(value) || value < 1) throw usageError(message, expected);
+    return { absolute: value };
+  }
+  const digits = text.slice(0, -1);
+  const value = Number(digits);
+  if (!/^\d+(\.\d+)?$/.test(digits) || !(value > 0 && value <= 100)) throw usageError(message, expected);
+  return { percent: value / 100 };
 }
 
 function usageError(message: string, expected: string, op = 'flodl launch'): FlodlError {

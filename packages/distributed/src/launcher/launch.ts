@@ -251,6 +251,8 @@ function supervise(
     let timedOut = false;
     let killTimer: NodeJS.Timeout | undefined;
     let runTimer: NodeJS.Timeout | undefined;
+    /** A rank that could not start: the run fails with it once every other rank is gone. */
+    let startError: FlodlError | undefined;
 
     const stop = (): void => {
       if (stopping) return;
@@ -278,6 +280,11 @@ function supervise(
       clearTimeout(killTimer);
       clearTimeout(runTimer);
       signal?.removeEventListener('abort', onAbort);
+      // Rejected only now: a rank still stopping could write its record into a folder already removed.
+      if (startError) {
+        rejectPromise(startError);
+        return;
+      }
       resolvePromise({
         ranks: processes.map((entry) => entry.exit as RankExit),
         failures,
@@ -372,14 +379,12 @@ function supervise(
         if (entry.exit !== undefined) return;
         stop();
         if (child.pid === undefined) {
-          clearTimeout(runTimer);
-          reaper.close();
-          rejectPromise(
-            new FlodlError('ERR_IO', `cannot start rank ${rank}: ${error.message}`, {
-              op: 'launch',
-              cause: error,
-            }),
-          );
+          startError ??= new FlodlError('ERR_IO', `cannot start rank ${rank}: ${error.message}`, {
+            op: 'launch',
+            cause: error,
+          });
+          entry.exit = { rank, localRank, pid: -1, exitCode: null, signal: null, outcome: 'failed' };
+          finishIfDone();
         }
       });
     }

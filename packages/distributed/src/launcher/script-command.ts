@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, extname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -15,18 +15,37 @@ const JAVASCRIPT = new Set(['.js', '.mjs', '.cjs']);
  * for TypeScript (tsx resolved from `FLODL_TSX`, the script's folder, the working
  * directory, then this package).
  *
- * @throws FlodlError ERR_INVALID_ARGUMENT for another extension, or a `.ts` script without tsx
+ * @throws FlodlError ERR_INVALID_ARGUMENT for another extension, a script that is not a file
+ *   (named by its resolved path), or a `.ts` script without tsx
  */
 export function scriptCommand(script: string, nodeArgs: readonly string[] = []): string[] {
   const path = resolve(script);
   const extension = extname(path);
+  if (!JAVASCRIPT.has(extension) && !TYPESCRIPT.has(extension)) {
+    throw new FlodlError('ERR_INVALID_ARGUMENT', 'invalid script', {
+      op: 'launch',
+      expected: 'a .js, .mjs, .cjs, .ts or .mts file',
+      got: JSON.stringify(script),
+    });
+  }
+  checkScriptFile(script, path);
   if (JAVASCRIPT.has(extension)) return [...nodeArgs, path];
-  if (TYPESCRIPT.has(extension)) return [...nodeArgs, '--import', resolveTsx(path).loaderUrl, path];
-  throw new FlodlError('ERR_INVALID_ARGUMENT', 'invalid script', {
-    op: 'launch',
-    expected: 'a .js, .mjs, .cjs, .ts or .mts file',
-    got: JSON.stringify(script),
-  });
+  return [...nodeArgs, '--import', resolveTsx(path).loaderUrl, path];
+}
+
+/** Refuses a script that is not a file before any rank starts (each would fail alone, without a record). */
+function checkScriptFile(script: string, path: string): void {
+  const found = statSync(path, { throwIfNoEntry: false });
+  if (found?.isFile()) return;
+  throw new FlodlError(
+    'ERR_INVALID_ARGUMENT',
+    `the rank script ${path} ${found ? 'is not a file' : 'does not exist'}`,
+    {
+      op: 'launch',
+      expected: 'the path of the script every rank runs (relative to the working directory)',
+      got: path === script ? path : `${JSON.stringify(script)} (in ${process.cwd()})`,
+    },
+  );
 }
 
 /** Where tsx was found: its package folder, its `--import` loader and its `register` API. */

@@ -1,8 +1,8 @@
 // @flodl/cooperative: the whole flodl stack from one install and one import. Every name is
 // re-exported by name from the package that defines it; add new ones to their package's list.
-// Where two packages export one name, the one listed here is chosen: isGradEnabled and
-// setGradEnabled come from autograd, EpochPlan (a rank's slice of an epoch) from trainer, and
-// Trainer is this package's (trainer's, with intoWorker).
+// Where two packages export one name, the one listed here is chosen: isGradEnabled,
+// setGradEnabled and isInferenceModeEnabled come from autograd, EpochPlan (a rank's slice of an
+// epoch) from trainer, and Trainer is this package's (trainer's, with intoWorker).
 
 // autograd: Variable, grad modes, the differentiable functional ops (also as F)
 export {
@@ -69,11 +69,14 @@ export {
   hardsigmoid,
   hardswish,
   huberLoss,
+  type InferenceModeOptions,
   type InstanceNormOptions,
   type InterpolateOptions,
+  inferenceMode,
   instanceNorm,
   interpolate,
   isGradEnabled,
+  isInferenceModeEnabled,
   type KlDivOptions,
   klDiv,
   type LeakyReluOptions,
@@ -462,6 +465,9 @@ export {
 // tensors, devices, memory scopes, errors
 export {
   type AllReduceOptions,
+  type AlongOptions,
+  type AmaxOptions,
+  type ArgmaxOptions,
   type AutocastState,
   add,
   arange,
@@ -474,6 +480,7 @@ export {
   broadcastShapes,
   buildInfo,
   type CaptureErrorMode,
+  type CountNonzeroOptions,
   CudaEvent,
   CudaGraph,
   type CudaGraphCaptureOptions,
@@ -496,6 +503,7 @@ export {
   createProcessGroup,
   cuda,
   type Device,
+  type DimOptions,
   type DistributedBackend,
   DTYPES,
   type DType,
@@ -525,6 +533,7 @@ export {
   isCurrentStreamCapturing,
   isFloatingPoint,
   keep,
+  type LogsumexpOptions,
   linalg,
   linspace,
   liveTensorCount,
@@ -540,6 +549,7 @@ export {
   onesLike,
   ProcessGroup,
   type ProcessGroupOptions,
+  type ProdOptions,
   parseDType,
   pow,
   type RangeOptions,
@@ -551,8 +561,11 @@ export {
   randLike,
   randn,
   randnLike,
+  runInInferenceMode,
   runWithAutocast,
   type ScopeHandle,
+  type SpreadOptions,
+  type SumOptions,
   scopeDepth,
   setDefaultDevice,
   setNumThreads,
@@ -568,6 +581,7 @@ export {
   type UnknownOptionDetails,
   unknownOptionError,
   type ValuesIndices,
+  type VectorNormOptions,
   where,
   withStream,
   zeros,

@@ -105,10 +105,10 @@ export type {
   CountNonzeroOptions,
   DimOptions,
   LogsumexpOptions,
-  NormOptions,
   ProdOptions,
   SpreadOptions,
   SumOptions,
+  VectorNormOptions,
 } from './reduce-options.js';
 export {
   buildInfo,

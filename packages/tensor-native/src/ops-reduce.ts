@@ -24,11 +24,11 @@ import {
   keywordKeepdim,
   keywords,
   type LogsumexpOptions,
-  type NormOptions,
   noArgumentsAfter,
   type ProdOptions,
   type SpreadOptions,
   type SumOptions,
+  type VectorNormOptions,
 } from './reduce-options.js';
 import { normalizeDim, Tensor } from './tensor.js';
 
@@ -137,7 +137,7 @@ declare module './tensor.js' {
     /** Vector p-norm over all elements or `dim` (`p` may be `Infinity`). PyTorch: `torch.norm`. */
     norm(p?: number, dim?: number | number[], keepdim?: boolean): Tensor;
     /** Vector `p`-norm (default 2) over `dim`, in `dtype` when given. PyTorch: `x.norm(p=…, dim=…, keepdim=…, dtype=…)`. */
-    norm(options: NormOptions): Tensor;
+    norm(options: VectorNormOptions): Tensor;
     /** `log(sum(exp(x)))` over `dim`, computed stably. PyTorch: `torch.logsumexp`. */
     logsumexp(dim: number | number[], keepdim?: boolean): Tensor;
     /** PyTorch: `x.logsumexp(dim=…, keepdim=…)`. */
@@ -379,13 +379,13 @@ function spreadCorrection(op: string, given: SpreadOptions): number {
 
 proto.norm = function norm(
   this: Tensor,
-  p: number | NormOptions = 2,
+  p: number | VectorNormOptions = 2,
   dim?: number | number[],
   keepdim: boolean = false,
 ): Tensor {
   if (isKeywordForm(p)) {
     noArgumentsAfter('norm', dim !== undefined || keepdim !== false);
-    const given = keywords<NormOptions>('norm', p, ['p', 'dim', 'keepdim', 'dtype']);
+    const given = keywords<VectorNormOptions>('norm', p, ['p', 'dim', 'keepdim', 'dtype']);
     const order = given.p === undefined ? 2 : checkScalar('norm', 'p', given.p);
     const keep = keywordKeepdim('norm', given.keepdim);
     const dtype = keywordDtype('norm', given.dtype);

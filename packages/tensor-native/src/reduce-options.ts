@@ -69,7 +69,7 @@ export interface SpreadOptions {
 }
 
 /** `norm` in one options object. PyTorch: `x.norm(p=2, dim=None, keepdim=False, dtype=None)`. */
-export interface NormOptions {
+export interface VectorNormOptions {
   /** The order: any number, `Infinity` or `-Infinity`. Default 2. */
   p?: number;
   /** The dims to reduce; every dim when absent. */

@@ -6,6 +6,12 @@ for the schedulers that cycle it, the momentum or beta1) right after constructio
 each of 1000 `scheduler.step()` calls: 1001 rows. ReduceLROnPlateau is fed a recorded metric
 sequence, stored in the fixture.
 
+LambdaLR's functions are named in the fixture (`lrLambda: "exponential"`): LAMBDAS here and in
+the test define each name the same way. SequentialLR's cases list the schedulers it runs
+(`sequence`) and its `milestones`. A case with `epochs` steps CosineAnnealingWarmRestarts with
+`scheduler.step(epoch)` at each listed (fractional) epoch, and with a plain `step()` where the
+list holds null.
+
 LinearWarmup has no PyTorch class of its own: its golden is
 `SequentialLR([LinearLR(start_factor, total_iters=warmup), other], milestones=[warmup])`, or
 `LinearLR(start_factor, end_factor=1, total_iters=warmup)` when nothing follows the warmup.
@@ -16,6 +22,7 @@ Regenerate with Debian's PyTorch (python3-torch):
     pnpm --filter @flodl/nn run goldens      # runs every scripts/make-*.py
 or  /usr/bin/python3 scripts/make-goldens-schedulers.py
 """
+import math
 import os
 import sys
 import warnings
@@ -54,6 +61,17 @@ KEYWORDS = {
     "cooldown": "cooldown",
     "minLr": "min_lr",
     "eps": "eps",
+    "startFactor": "start_factor",
+    "endFactor": "end_factor",
+    "totalIters": "total_iters",
+    "t0": "T_0",
+    "tMult": "T_mult",
+}
+LAMBDAS = {
+    "exponential": lambda epoch: 0.95 ** epoch,
+    "inverseSqrt": lambda epoch: 1 / math.sqrt(1 + epoch),
+    "warmup100": lambda epoch: min(1.0, (epoch + 1) / 100),
+    "halveEvery250": lambda epoch: 0.5 ** (epoch // 250),
 }
 CLASSES = {
     "StepLR": lr_scheduler.StepLR,
@@ -63,11 +81,22 @@ CLASSES = {
     "OneCycleLR": lr_scheduler.OneCycleLR,
     "CyclicLR": lr_scheduler.CyclicLR,
     "ReduceLROnPlateau": lr_scheduler.ReduceLROnPlateau,
+    "LinearLR": lr_scheduler.LinearLR,
+    "CosineAnnealingWarmRestarts": lr_scheduler.CosineAnnealingWarmRestarts,
 }
 
 
 def keywords(options):
     return {KEYWORDS[key]: value for key, value in options.items()}
+
+
+def build(name, options, optimizer):
+    """One scheduler from its TS name and camelCase options (LambdaLR's functions by name)."""
+    if name == "LambdaLR":
+        names = options["lrLambda"]
+        functions = [LAMBDAS[item] for item in names] if isinstance(names, list) else LAMBDAS[names]
+        return lr_scheduler.LambdaLR(optimizer, functions)
+    return CLASSES[name](optimizer, **keywords(options))
 
 
 def metric_sequence():
@@ -103,7 +132,10 @@ def make_scheduler(case, optimizer):
             return warmup
         other = CLASSES[after["scheduler"]](optimizer, **keywords(after["options"]))
         return lr_scheduler.SequentialLR(optimizer, [warmup, other], milestones=[options["warmupSteps"]])
-    return CLASSES[name](optimizer, **keywords(case["options"]))
+    if name == "SequentialLR":
+        schedulers = [build(item["scheduler"], item["options"], optimizer) for item in case["sequence"]]
+        return lr_scheduler.SequentialLR(optimizer, schedulers, milestones=case["options"]["milestones"])
+    return build(name, case["options"], optimizer)
 
 
 def momentum_of(group):
@@ -120,6 +152,8 @@ def run(case):
         optimizer.step()
         if case["scheduler"] == "ReduceLROnPlateau":
             scheduler.step(metrics[step])
+        elif case.get("epochs") is not None and case["epochs"][step] is not None:
+            scheduler.step(case["epochs"][step])
         else:
             scheduler.step()
         lrs.append([group["lr"] for group in optimizer.param_groups])
@@ -176,6 +210,33 @@ def cases():
              after={"scheduler": "CosineAnnealingLR", "options": {"tMax": 900, "etaMin": 1e-5}}, lrs=(0.1, 0.01)),
         case("LinearWarmup then ExponentialLR", "LinearWarmup", {"warmupSteps": 20, "startFactor": 0.5},
              after={"scheduler": "ExponentialLR", "options": {"gamma": 0.995}}),
+        case("LambdaLR exponential", "LambdaLR", {"lrLambda": "exponential"}),
+        case("LambdaLR one per group", "LambdaLR", {"lrLambda": ["warmup100", "inverseSqrt"]}, lrs=(0.1, 0.03)),
+        case("LambdaLR halving Adam", "LambdaLR", {"lrLambda": "halveEvery250"}, optimizer="Adam"),
+        case("LinearLR defaults", "LinearLR", {}),
+        case("LinearLR warmup 100", "LinearLR", {"startFactor": 0.1, "totalIters": 100}),
+        case("LinearLR decay two groups", "LinearLR", {"startFactor": 1.0, "endFactor": 0.05, "totalIters": 400},
+             lrs=(0.1, 0.02)),
+        case("CosineAnnealingWarmRestarts 50", "CosineAnnealingWarmRestarts", {"t0": 50}),
+        case("CosineAnnealingWarmRestarts 10 x2 etaMin", "CosineAnnealingWarmRestarts",
+             {"t0": 10, "tMult": 2, "etaMin": 1e-4}),
+        case("CosineAnnealingWarmRestarts 7 x3 two groups", "CosineAnnealingWarmRestarts", {"t0": 7, "tMult": 3},
+             lrs=(0.1, 0.05)),
+        case("CosineAnnealingWarmRestarts fractional epochs", "CosineAnnealingWarmRestarts",
+             {"t0": 10, "tMult": 2, "etaMin": 1e-3},
+             epochs=[step // 7 + (step % 7) / 7 if step < 700 else None for step in range(STEPS)]),
+        case("CosineAnnealingWarmRestarts fractional epochs x1", "CosineAnnealingWarmRestarts", {"t0": 6},
+             epochs=[step / 4 if step % 50 < 40 else None for step in range(STEPS)]),
+        case("SequentialLR LinearLR then CosineAnnealingLR", "SequentialLR", {"milestones": [50]},
+             sequence=[{"scheduler": "LinearLR", "options": {"startFactor": 0.1, "totalIters": 50}},
+                       {"scheduler": "CosineAnnealingLR", "options": {"tMax": 950}}]),
+        case("SequentialLR three schedulers two groups", "SequentialLR", {"milestones": [100, 400]},
+             sequence=[{"scheduler": "LambdaLR", "options": {"lrLambda": "warmup100"}},
+                       {"scheduler": "ExponentialLR", "options": {"gamma": 0.995}},
+                       {"scheduler": "StepLR", "options": {"stepSize": 150, "gamma": 0.5}}], lrs=(0.1, 0.04)),
+        case("SequentialLR LinearLR then warm restarts", "SequentialLR", {"milestones": [30]},
+             sequence=[{"scheduler": "LinearLR", "options": {}},
+                       {"scheduler": "CosineAnnealingWarmRestarts", "options": {"t0": 40, "tMult": 2}}]),
         case("ReduceLROnPlateau defaults", "ReduceLROnPlateau", {}),
         case("ReduceLROnPlateau max abs cooldown", "ReduceLROnPlateau",
              {"mode": "max", "thresholdMode": "abs", "threshold": 0.002, "factor": 0.5, "patience": 5,

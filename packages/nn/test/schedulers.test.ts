@@ -4,14 +4,20 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Adam, type Optimizer, SGD } from '../src/optim/index.js';
 import {
   CosineAnnealingLR,
+  CosineAnnealingWarmRestarts,
   CyclicLR,
   cosineAnnealingLr,
+  cosineAnnealingWarmRestartsLr,
   cyclicLr,
   cyclicMomentum,
   ExponentialLR,
   exponentialLr,
+  LambdaLR,
+  LinearLR,
   LinearWarmup,
   type LRScheduler,
+  type LrLambda,
+  linearLr,
   linearWarmupLr,
   MultiStepLR,
   multiStepLr,
@@ -19,6 +25,7 @@ import {
   oneCycleLr,
   oneCycleMomentum,
   ReduceLROnPlateau,
+  SequentialLR,
   StepLR,
   stepLr,
 } from '../src/schedulers/index.js';
@@ -32,6 +39,10 @@ interface SchedulerCase {
   lrs: number[];
   optimizer?: 'SGD' | 'Adam';
   after?: { scheduler: string; options: Options };
+  /** SequentialLR's schedulers. */
+  sequence?: { scheduler: string; options: Options }[];
+  /** The epoch of each `step(epoch)` (null: a plain `step()`). */
+  epochs?: (number | null)[];
   negateMetric?: boolean;
   expectedLrs: number[][];
   expectedMomenta?: number[][];
@@ -61,6 +72,19 @@ function makeOptimizer(kind: 'SGD' | 'Adam', lrs: readonly number[]): Optimizer 
 
 // The fixture's options are checked by the schedulers themselves.
 type AnyOptions = any;
+
+/** LambdaLR's functions by the names the golden script gives them (its LAMBDAS). */
+const LAMBDAS: Record<string, LrLambda> = {
+  exponential: (epoch) => 0.95 ** epoch,
+  inverseSqrt: (epoch) => 1 / Math.sqrt(1 + epoch),
+  warmup100: (epoch) => Math.min(1, (epoch + 1) / 100),
+  halveEvery250: (epoch) => 0.5 ** Math.floor(epoch / 250),
+};
+
+function withLambdas(options: Options): AnyOptions {
+  const names = options.lrLambda as string | string[];
+  return { lrLambda: Array.isArray(names) ? names.map((name) => LAMBDAS[name]!) : LAMBDAS[names]! };
+}
 const BOUND: Record<string, (optimizer: Optimizer, options: AnyOptions) => LRScheduler | ReduceLROnPlateau> =
   {
     StepLR: (optimizer, options) => new StepLR(optimizer, options),
@@ -70,9 +94,18 @@ const BOUND: Record<string, (optimizer: Optimizer, options: AnyOptions) => LRSch
     OneCycleLR: (optimizer, options) => new OneCycleLR(optimizer, options),
     CyclicLR: (optimizer, options) => new CyclicLR(optimizer, options),
     ReduceLROnPlateau: (optimizer, options) => new ReduceLROnPlateau(optimizer, options),
+    LambdaLR: (optimizer, options) => new LambdaLR(optimizer, withLambdas(options)),
+    LinearLR: (optimizer, options) => new LinearLR(optimizer, options),
+    CosineAnnealingWarmRestarts: (optimizer, options) => new CosineAnnealingWarmRestarts(optimizer, options),
   };
 
 function buildScheduler(testCase: SchedulerCase, optimizer: Optimizer): LRScheduler | ReduceLROnPlateau {
+  if (testCase.scheduler === 'SequentialLR') {
+    const schedulers = testCase.sequence!.map(
+      (item) => BOUND[item.scheduler]!(optimizer, item.options) as LRScheduler,
+    );
+    return new SequentialLR(optimizer, { schedulers, milestones: testCase.options.milestones as number[] });
+  }
   if (testCase.scheduler !== 'LinearWarmup') return BOUND[testCase.scheduler]!(optimizer, testCase.options);
   const next = testCase.after;
   const after = next === undefined ? undefined : BOUND[next.scheduler]!(optimizer, next.options);
@@ -106,6 +139,10 @@ function pureSchedule(
       return (step) => oneCycleLr(step, withoutBaseLr(perGroup));
     case 'CyclicLR':
       return (step) => cyclicLr(step, perGroup);
+    case 'LinearLR':
+      return (step) => linearLr(baseLr, step, options as AnyOptions);
+    case 'CosineAnnealingWarmRestarts':
+      return (step) => cosineAnnealingWarmRestartsLr(baseLr, step, options as AnyOptions);
     default:
       throw new Error(`no pure form for ${scheduler}`);
   }
@@ -113,7 +150,8 @@ function pureSchedule(
 
 function pureLr(testCase: SchedulerCase, g: number): ((step: number) => number) | null {
   const baseLr = testCase.lrs[g]!;
-  if (testCase.scheduler === 'ReduceLROnPlateau') return null;
+  if (['ReduceLROnPlateau', 'LambdaLR', 'SequentialLR'].includes(testCase.scheduler)) return null;
+  if (testCase.epochs !== undefined) return null;
   if (testCase.scheduler !== 'LinearWarmup')
     return pureSchedule(testCase.scheduler, testCase.options, baseLr, g);
   const next = testCase.after;
@@ -167,7 +205,9 @@ function runBound(testCase: SchedulerCase): { lrs: number[][]; momenta: number[]
   const metrics = testCase.negateMetric ? fixture.metrics.map((value) => -value) : fixture.metrics;
   for (let step = 0; step < fixture.steps; step++) {
     optimizer.step();
+    const epoch = testCase.epochs?.[step];
     if (scheduler instanceof ReduceLROnPlateau) scheduler.step(metrics[step]!);
+    else if (epoch !== undefined && epoch !== null) (scheduler as CosineAnnealingWarmRestarts).step(epoch);
     else scheduler.step();
     lrs.push(groups.map((group) => group.lr));
     momenta.push(groups.map(momentumOf));
@@ -184,6 +224,9 @@ function runBound(testCase: SchedulerCase): { lrs: number[][]; momenta: number[]
 function bitExact(testCase: SchedulerCase): boolean {
   const { scheduler, options } = testCase;
   if (scheduler === 'ReduceLROnPlateau') return true;
+  // base · factor as PyTorch computes it; the factors but 'exponential' (a pow) are exact in both
+  // languages (sqrt is correctly rounded, powers of 0.5 are exact).
+  if (scheduler === 'LambdaLR') return options.lrLambda !== 'exponential';
   if (scheduler === 'OneCycleLR') return options.annealStrategy === 'linear';
   if (scheduler === 'CyclicLR') return options.mode !== 'exp_range';
   return false;
@@ -259,6 +302,20 @@ describe('scheduler behaviour', () => {
       (optimizer: Optimizer) =>
         new LinearWarmup(optimizer, { warmupSteps: 10, after: new ExponentialLR(optimizer, { gamma: 0.9 }) }),
     ],
+    ['LambdaLR', (optimizer: Optimizer) => new LambdaLR(optimizer, { lrLambda: (epoch) => 1 / (1 + epoch) })],
+    ['LinearLR', (optimizer: Optimizer) => new LinearLR(optimizer, { totalIters: 30 })],
+    [
+      'CosineAnnealingWarmRestarts',
+      (optimizer: Optimizer) => new CosineAnnealingWarmRestarts(optimizer, { t0: 7, tMult: 2 }),
+    ],
+    [
+      'SequentialLR of LinearLR and warm restarts',
+      (optimizer: Optimizer) =>
+        new SequentialLR(optimizer, {
+          schedulers: [new LinearLR(optimizer), new CosineAnnealingWarmRestarts(optimizer, { t0: 6 })],
+          milestones: [15],
+        }),
+    ],
   ])('%s resumes from stateDict exactly where it stopped', (_name, make) => {
     const straight = make(makeOptimizer('SGD', [0.1, 0.02]));
     const expected = trace(straight, 50);
@@ -324,6 +381,141 @@ describe('scheduler behaviour', () => {
     expectFlodlError(() => oneCycleLr(6, { maxLr: 0.1, totalSteps: 5 }), 'ERR_INVALID_ARGUMENT');
     const byEpochs = new OneCycleLR(makeOptimizer('SGD', [0.1]), { maxLr: 0.1, epochs: 2, stepsPerEpoch: 3 });
     expect(byEpochs.totalSteps).toBe(6);
+  });
+
+  it('CosineAnnealingWarmRestarts: lrAt(epoch) is what step(epoch) sets; a plain step goes on from a fraction', () => {
+    const optimizer = makeOptimizer('SGD', [0.1]);
+    const scheduler = new CosineAnnealingWarmRestarts(optimizer, { t0: 10, tMult: 2 });
+    scheduler.step(12.5);
+    expect(optimizer.getLr()).toBe(scheduler.lrAt(12.5)[0]);
+    expect([scheduler.lastEpoch, scheduler.tCur, scheduler.tI]).toEqual([12, 2.5, 20]);
+    scheduler.step(); // PyTorch: T_cur + 1
+    expect([scheduler.lastEpoch, scheduler.tCur]).toEqual([13, 3.5]);
+    expect(optimizer.getLr()).toBe(scheduler.lrAt(13.5)[0]);
+    expect(cosineAnnealingWarmRestartsLr(0.1, 15, { t0: 10 })).toBeCloseTo(0.05, 15);
+    // The period of an epoch is found exactly: PyTorch's log(243, 3) = 4.999… puts epoch 121 of
+    // t0 1, tMult 3 at the end of the 81-epoch period (lr 0) instead of the start of the next.
+    expect(cosineAnnealingWarmRestartsLr(0.1, 121, { t0: 1, tMult: 3 })).toBe(0.1);
+    expectFlodlError(() => scheduler.step(-1), 'ERR_INVALID_ARGUMENT');
+    expectFlodlError(() => scheduler.lrAt(Number.NaN), 'ERR_INVALID_ARGUMENT');
+  });
+
+  it('SequentialLR starts every scheduler from the first one’s base rates, as PyTorch’s initial_lr', () => {
+    const optimizer = makeOptimizer('SGD', [0.1, 0.01]);
+    // Built in order, the cosine reads the groups after LinearLR set them to a tenth.
+    const warmup = new LinearLR(optimizer, { startFactor: 0.1, totalIters: 4 });
+    const cosine = new CosineAnnealingLR(optimizer, { tMax: 10 });
+    const scheduler = new SequentialLR(optimizer, { schedulers: [warmup, cosine], milestones: [4] });
+    expect(cosine.baseLrs).toEqual([0.1, 0.01]);
+    expect(optimizer.paramGroups.map((group) => group.lr)).toEqual([0.1 * 0.1, 0.01 * 0.1]);
+    const rates = trace(scheduler, 6);
+    expect(rates.slice(3)).toEqual([
+      0.1,
+      cosineAnnealingLr(0.1, 1, { tMax: 10 }),
+      cosineAnnealingLr(0.1, 2, { tMax: 10 }),
+    ]);
+    expect(scheduler.lrAt(5)).toEqual(cosine.lrAt(1));
+    expect(cosine.lastEpoch).toBe(2);
+    // OneCycleLR inside still cycles momentum: SequentialLR steps the scheduler in charge.
+    const cycled = makeOptimizer('SGD', [0.1]);
+    const oneCycle = new OneCycleLR(cycled, { maxLr: 0.1, totalSteps: 20 });
+    const sequence = new SequentialLR(cycled, {
+      schedulers: [oneCycle, new ExponentialLR(cycled, { gamma: 0.9 })],
+      milestones: [10],
+    });
+    trace(sequence, 3);
+    expect((cycled.paramGroups[0] as unknown as { momentum: number }).momentum).toBe(
+      oneCycleMomentum(3, { maxLr: 0.1, totalSteps: 20 }),
+    );
+  });
+
+  it('LambdaLR and the new schedulers refuse bad input, naming it', () => {
+    const optimizer = makeOptimizer('SGD', [0.1, 0.01]);
+    expect(
+      expectFlodlError(() => new LambdaLR(optimizer, { lrLambda: [() => 1] }), 'ERR_INVALID_ARGUMENT')
+        .message,
+    ).toMatchInlineSnapshot(`
+      "LambdaLR: invalid options.lrLambda
+        expected: a function of the step, or 2 functions (one per parameter group)
+        got: [a function]"
+    `);
+    const broken = new LambdaLR(optimizer, { lrLambda: (epoch) => (epoch < 2 ? 1 : Number.NaN) });
+    broken.step();
+    expect(expectFlodlError(() => broken.step(), 'ERR_INVALID_ARGUMENT').message).toMatchInlineSnapshot(`
+      "LambdaLR.lrAt: lrLambda[0] returned NaN at step 2
+        expected: a finite number (the factor of the starting learning rate)
+        got: NaN"
+    `);
+    expect(broken.lastEpoch).toBe(1);
+    expect(
+      expectFlodlError(() => new LinearLR(optimizer, { startFactor: 0 }), 'ERR_INVALID_ARGUMENT').message,
+    ).toMatchInlineSnapshot(`
+      "LinearLR: invalid options.startFactor
+        expected: a number in (0, 1]
+        got: 0"
+    `);
+    expectFlodlError(() => new LinearLR(optimizer, { endFactor: 1.5 }), 'ERR_INVALID_ARGUMENT');
+    expectFlodlError(() => new LinearLR(optimizer, { totalIters: 0 }), 'ERR_INVALID_ARGUMENT');
+    expect(
+      expectFlodlError(() => new LinearLR(optimizer, { total_iters: 3 } as never), 'ERR_INVALID_ARGUMENT')
+        .message,
+    ).toMatchInlineSnapshot(`
+      "LinearLR: unknown option 'total_iters'; did you mean \`totalIters\`?
+        expected: one of startFactor, endFactor, totalIters
+        got: total_iters"
+    `);
+    expectFlodlError(() => new CosineAnnealingWarmRestarts(optimizer, { t0: 0 }), 'ERR_INVALID_ARGUMENT');
+    expectFlodlError(
+      () => new CosineAnnealingWarmRestarts(optimizer, { t0: 5, tMult: 1.5 }),
+      'ERR_INVALID_ARGUMENT',
+    );
+    expect(
+      expectFlodlError(
+        () => new CosineAnnealingWarmRestarts(optimizer, { T_0: 5 } as never),
+        'ERR_INVALID_ARGUMENT',
+      ).message,
+    ).toMatchInlineSnapshot(`
+      "CosineAnnealingWarmRestarts: unknown option 'T_0'; did you mean \`t0\`?
+        expected: one of t0, tMult, etaMin
+        got: T_0"
+    `);
+    const first = new LinearLR(optimizer);
+    const second = new StepLR(optimizer, { stepSize: 3 });
+    expect(
+      expectFlodlError(
+        () => new SequentialLR(optimizer, { schedulers: [first, second], milestones: [] }),
+        'ERR_INVALID_ARGUMENT',
+      ).message,
+    ).toMatchInlineSnapshot(`
+      "SequentialLR: one milestone is needed per scheduler after the first
+        expected: 1 milestone(s) for 2 schedulers
+        got: 0: []"
+    `);
+    expectFlodlError(
+      () => new SequentialLR(optimizer, { schedulers: [first, second, first], milestones: [5, 5] }),
+      'ERR_INVALID_ARGUMENT',
+    );
+    expectFlodlError(
+      () => new SequentialLR(optimizer, { schedulers: [], milestones: [] }),
+      'ERR_INVALID_ARGUMENT',
+    );
+    const plateau = new ReduceLROnPlateau(optimizer);
+    expectFlodlError(
+      () => new SequentialLR(optimizer, { schedulers: [first, plateau as never], milestones: [3] }),
+      'ERR_INVALID_ARGUMENT',
+    );
+    const other = new StepLR(makeOptimizer('SGD', [0.1, 0.01]), { stepSize: 2 });
+    expectFlodlError(
+      () => new SequentialLR(optimizer, { schedulers: [first, other], milestones: [3] }),
+      'ERR_INVALID_ARGUMENT',
+    );
+    const sequence = new SequentialLR(optimizer, { schedulers: [first, second], milestones: [3] });
+    expectFlodlError(
+      () => sequence.loadStateDict({ ...sequence.stateDict(), schedulers: [] }),
+      'ERR_CHECKPOINT',
+    );
+    const restarts = new CosineAnnealingWarmRestarts(optimizer, { t0: 4 });
+    expectFlodlError(() => restarts.loadStateDict({ ...restarts.stateDict(), tI: 0 }), 'ERR_CHECKPOINT');
   });
 
   it('rejects bad options, naming them', () => {

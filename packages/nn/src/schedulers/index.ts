@@ -5,8 +5,16 @@ export {
   type CosineAnnealingLROptions,
   cosineAnnealingLr,
 } from './cosine-annealing-lr.js';
+export {
+  CosineAnnealingWarmRestarts,
+  type CosineAnnealingWarmRestartsOptions,
+  type CosineAnnealingWarmRestartsState,
+  cosineAnnealingWarmRestartsLr,
+} from './cosine-annealing-warm-restarts.js';
 export { CyclicLR, type CyclicLROptions, cyclicLr, cyclicMomentum } from './cyclic-lr.js';
 export { ExponentialLR, type ExponentialLROptions, exponentialLr } from './exponential-lr.js';
+export { LambdaLR, type LambdaLROptions, type LrLambda } from './lambda-lr.js';
+export { LinearLR, type LinearLROptions, linearLr } from './linear-lr.js';
 export {
   LinearWarmup,
   type LinearWarmupOptions,
@@ -22,4 +30,5 @@ export {
   type ReduceLROnPlateauOptions,
   type ReduceLROnPlateauState,
 } from './reduce-lr-on-plateau.js';
+export { SequentialLR, type SequentialLROptions, type SequentialLRState } from './sequential-lr.js';
 export { StepLR, type StepLROptions, stepLr } from './step-lr.js';

@@ -19,6 +19,17 @@ export interface LRSchedulerState {
 
 type GroupWithMomentum = { lr: number; momentum?: number; betas?: [number, number] };
 
+/** The schedulers whose base rates were read from the optimizer's groups (none given). */
+const baseLrsFromGroups = new WeakSet<LRScheduler>();
+
+/**
+ * @internal True when `scheduler` read its base rates from the groups when it was built (every
+ * scheduler but CyclicLR and OneCycleLR, which derive them from their options).
+ */
+export function readsBaseLrsFromGroups(scheduler: LRScheduler): boolean {
+  return baseLrsFromGroups.has(scheduler);
+}
+
 /**
  * The base of the step-based schedulers. A scheduler reads each group's learning rate when it
  * is built (`baseLrs`), sets the step-0 rates at once, and on every `step()` advances
@@ -50,6 +61,7 @@ export abstract class LRScheduler {
     this.optimizer = optimizer;
     this.name = name;
     this.baseLrs = baseLrs ?? optimizer.paramGroups.map((group) => group.lr);
+    if (baseLrs === undefined) baseLrsFromGroups.add(this);
   }
 
   /** Each group's learning rate at `step`; pure (reads only the options and `baseLrs`). */

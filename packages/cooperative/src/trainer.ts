@@ -49,6 +49,11 @@ export class CooperativeTrainerBuilder<M extends AnyModule = AnyModule> extends 
         runtime,
         numEpochs: spec.options.numEpochs,
         monitor,
+        evaluation: {
+          evalEvery: spec.options.evalEvery,
+          ...(spec.options.evalResultFn ? { evalResultFn: spec.options.evalResultFn } : {}),
+          evaluates: spec.options.evalFn !== undefined,
+        },
         release: () => {
           runtime.dispose();
           optimizer.dispose();

@@ -8,13 +8,14 @@ import type {
   AnyModule,
   Batch,
   ClusterRank,
+  EpochEvalOptions,
   EpochState,
   RankRuntime,
   RunMonitor,
   TrainedState,
   TrainStep,
 } from '@flodl/trainer';
-import { saveFinal } from '@flodl/trainer';
+import { evaluateAfterEpoch, saveFinal } from '@flodl/trainer';
 
 /** What `step` reports: whether the coordinator ended the run (leave the loop). */
 export interface StepOutcome {
@@ -28,6 +29,8 @@ export type WorkerLink<M extends AnyModule> =
       runtime: RankRuntime<M>;
       numEpochs: number;
       monitor?: RunMonitor;
+      /** The eval after an epoch (`evalEvery`, `evalResultFn`); `evaluates`: an `evalFn` is set. */
+      evaluation: EpochEvalOptions & { evaluates: boolean };
       release: () => void;
       trainStep: TrainStep<AnyModule>;
       cudaGraph: boolean;
@@ -79,6 +82,10 @@ export class Worker<M extends AnyModule = AnyModule> {
   #finished = false;
   #finishing: Promise<TrainedState> | undefined;
   readonly #guard: (() => void) | undefined;
+  /** One device: the eval results not polled yet, `[epoch, metric]`. */
+  readonly #evals: [number, number][] = [];
+  /** One device: `requestEval()` asked for an eval after the epoch in flight. */
+  #evalRequested = false;
 
   /** @internal Use `Trainer.builder(...).intoWorker()`. */
   constructor(link: WorkerLink<M>) {
@@ -109,7 +116,8 @@ export class Worker<M extends AnyModule = AnyModule> {
     // A stop on one device (`stop()`, a signal) ends the run: no plan after it.
     if (this.#link.kind === 'single' && this.#runtime.shutdownSeen) this.#shutdown = true;
     if (this.#shutdown) return null;
-    this.#closeOpenPlan();
+    const closed = this.#closeOpenPlan();
+    if (closed) await this.#evaluateAfter(closed);
     this.#pendingPlan = undefined;
     this.#computeStart = undefined;
     let plan: EpochPlan | undefined;
@@ -149,7 +157,10 @@ export class Worker<M extends AnyModule = AnyModule> {
     if (!batch) {
       this.#state = undefined;
       if (state.shutdown) this.#shutdown = true;
-      else this.#endPlan(state);
+      else {
+        this.#endPlan(state);
+        await this.#evaluateAfter(state);
+      }
       return null;
     }
     this.#runtime.syncBeforeForward();
@@ -279,18 +290,28 @@ export class Worker<M extends AnyModule = AnyModule> {
     return this.#runtime.takeMetrics();
   }
 
-  /** The elected rank's eval results since the last call, `[epoch, metric]` (epoch 1-based). */
+  /**
+   * The eval results since the last call, `[epoch, metric]` (epoch 1-based: the epochs done):
+   * the elected rank's on a cluster; on one device the `evalFn` this Worker ran after an epoch
+   * (every `evalEvery` epochs, as the managed run does; a failed eval is warned about, not listed).
+   */
   pollEval(): [number, number][] {
-    return this.#runtime.takeEvals();
+    return this.#link.kind === 'single' ? this.#evals.splice(0) : this.#runtime.takeEvals();
   }
 
   /**
-   * Asks for an eval at the next coherent boundary, on the elected rank (a no-op on one device).
+   * Asks for an eval at the next coherent boundary: on a cluster the elected rank's; on one
+   * device after the epoch in flight (when it ends: `nextBatch()` returns `null`, or
+   * `nextPlan()` closes it), whatever `evalEvery` says. A no-op without an `evalFn`.
    *
    * @throws FlodlError ERR_INVALID_ARGUMENT after `finish()`
    */
   requestEval(): void {
     this.#checkOpen('requestEval');
+    if (this.#link.kind === 'single') {
+      if (this.#link.evaluation.evaluates) this.#evalRequested = true;
+      return;
+    }
     this.#runtime.reportIntent('EvalNow');
   }
 
@@ -360,10 +381,29 @@ export class Worker<M extends AnyModule = AnyModule> {
     dieUnfinished('the cooperative Worker was disposed without finish()');
   }
 
-  #closeOpenPlan(): void {
+  /** Closes a plan the loop left undrained; the state it closed (`undefined`: none, or a shutdown). */
+  #closeOpenPlan(): EpochState | undefined {
     const state = this.#state;
     this.#state = undefined;
-    if (state && !state.shutdown) this.#endPlan(state);
+    if (!state || state.shutdown) return undefined;
+    this.#endPlan(state);
+    return state;
+  }
+
+  /**
+   * One device: the eval due after the plan's epoch (`evalEvery`, or `requestEval()`), as the
+   * managed run's (`runtime.evaluate()`, the monitor, `evalResultFn`), its metric kept for
+   * `pollEval`. A cluster's eval runs where the coordinator sends it.
+   */
+  async #evaluateAfter(state: EpochState): Promise<void> {
+    const link = this.#link;
+    if (link.kind !== 'single') return;
+    const requested = this.#evalRequested;
+    this.#evalRequested = false;
+    const options = requested ? { ...link.evaluation, evalEvery: 1 } : link.evaluation;
+    await evaluateAfterEpoch(this.#runtime, options, state.epoch + 1, link.monitor, (epoch, metric) => {
+      this.#evals.push([epoch, metric]);
+    });
   }
 
   /** Sends the plan's report; on one device its epoch also goes to the run's monitor. */

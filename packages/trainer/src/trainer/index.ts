@@ -1,5 +1,6 @@
 // The managed Trainer.
 export { startRun, TrainerBuilder } from './builder.js';
+export { type EpochEvalOptions, evaluateAfterEpoch } from './epoch-eval.js';
 export { prepareExternalRank } from './external-rank.js';
 export { type TrainedRun, TrainerHandle } from './handle.js';
 export {

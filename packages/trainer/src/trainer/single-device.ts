@@ -8,6 +8,7 @@ import { RankRuntime, type RuntimeStep } from '../runtime/rank-runtime.js';
 import { drainScalars } from '../runtime/scalars.js';
 import type { AnyModule } from '../runtime/types.js';
 import { buildRank, callbacksOf, warnCallback } from './build-rank.js';
+import { evaluateAfterEpoch } from './epoch-eval.js';
 import type { TrainedRun, TrainerHandle } from './handle.js';
 import { openRunMonitor, type RunMonitor } from './run-monitor.js';
 import type { RunSpec } from './spec.js';
@@ -114,19 +115,9 @@ export async function runSingleDevice<M extends AnyModule>(
       monitor.epoch(metrics);
       const done = epoch + 1;
       await epochCheckpoints(runtime, options, done, monitor);
-      if (options.evalEvery > 0 && done % options.evalEvery === 0) {
-        const { metric, error } = await runtime.evaluate();
-        monitor.eval(done, metric, error);
-        if (error !== undefined) warnCallback('evalFn', error);
-        else {
-          handle.pushEval(done, metric);
-          try {
-            options.evalResultFn?.(done, metric);
-          } catch (callbackError) {
-            warnCallback('evalResultFn', callbackError);
-          }
-        }
-      }
+      await evaluateAfterEpoch(runtime, options, done, monitor, (epoch, metric) =>
+        handle.pushEval(epoch, metric),
+      );
       // Let the caller's metric consumers run between epochs.
       await new Promise((resolve) => setImmediate(resolve));
     }

@@ -14,6 +14,7 @@ import {
   startRun,
   TrainerBuilder,
   type TrainStep,
+  watchSingleRunSignals,
 } from '@flodl/trainer';
 import { Worker } from './worker.js';
 
@@ -44,11 +45,27 @@ export class CooperativeTrainerBuilder<M extends AnyModule = AnyModule> extends 
           throw error;
         },
       );
+      // Ctrl-C / SIGTERM: the step in flight reports shutdown, finish() saves the stop bundle,
+      // and once it closed the monitor (its last act) the process exits with 130 / 143.
+      const signals = watchSingleRunSignals(
+        runtime,
+        () => runtime.requestStop(),
+        monitor,
+        spec.options.handleSignals,
+      );
+      const watched = {
+        ...monitor,
+        async close(outcome: 'Completed' | 'Failed') {
+          await monitor.close(outcome);
+          signals.release();
+          if (outcome === 'Completed') signals.exitIfStopped();
+        },
+      };
       return new Worker<M>({
         kind: 'single',
         runtime,
         numEpochs: spec.options.numEpochs,
-        monitor,
+        monitor: watched,
         evaluation: {
           evalEvery: spec.options.evalEvery,
           ...(spec.options.evalResultFn ? { evalResultFn: spec.options.evalResultFn } : {}),

@@ -89,6 +89,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
   #restoredAveraging = 0;
   /** A single device's turns of the event loop between steps (timers, the dashboard, signals). */
   readonly #turns = new EventLoopYield();
+  #resumedFrom: string | undefined;
 
   constructor(options: RankRuntimeOptions<M>) {
     this.#options = options;
@@ -484,6 +485,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
     this.localStep = restored.localStep;
     this.globalStep = restored.globalStep;
     this.#restoredAveraging = bundle.meta.averagingCount;
+    this.#resumedFrom = bundle.stem;
     if (this.session) {
       // A cluster: the coordinator's plans leave out what was trained (the coverage), so no
       // batch is skipped here; a later save of this epoch still counts those positions.
@@ -499,6 +501,11 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
     this.currentEpoch = cursor.epoch;
     // The epoch callback of an epoch already begun fired before the save.
     if (cursor.batch > 0) this.#lastEpochFired = cursor.epoch;
+  }
+
+  /** The stem of the bundle `restore` took, if any. */
+  get resumedFrom(): string | undefined {
+    return this.#resumedFrom;
   }
 
   /** The epoch a resumed run continues with (0 for a fresh one). */

@@ -235,6 +235,20 @@ export class TrainerBuilder<M extends AnyModule = AnyModule> {
   }
 
   /**
+   * What Ctrl-C (SIGINT) and SIGTERM do while the run trains. On (the default): the first one
+   * stops the run after the step in flight, writes a stop bundle at `savePath` (when set),
+   * closes the monitor, prints one line saying so, and exits with 130 (SIGINT) or 143
+   * (SIGTERM); a second one exits at once. On a cluster the launcher does this and stops the
+   * ranks together (they ignore the terminal's Ctrl-C meanwhile). A script with its own
+   * listener for the signal keeps the process: the run still stops and saves, `join()`
+   * resolves, nothing exits. The listeners exist only while a run is active.
+   * `handleSignals(false)` leaves the signals alone.
+   */
+  handleSignals(enabled = true): this {
+    return this.#set('handleSignals', enabled);
+  }
+
+  /**
    * Sets several options at once (the same names as the methods).
    *
    * @throws FlodlError ERR_INVALID_ARGUMENT for an unknown option name

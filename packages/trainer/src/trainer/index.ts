@@ -29,6 +29,19 @@ export {
   openRunMonitor,
   type RunMonitor,
 } from './run-monitor.js';
-export { createSingleRuntime, createWatchedSingleRuntime, saveFinal } from './single-device.js';
+export {
+  ignoreInterruptsInRank,
+  type RunSignalHooks,
+  RunSignals,
+  type StopSignal,
+  signalExitCode,
+  stopLine,
+} from './signals.js';
+export {
+  createSingleRuntime,
+  createWatchedSingleRuntime,
+  saveFinal,
+  watchSingleRunSignals,
+} from './single-device.js';
 export type { OptimizerFactory, RunSpec } from './spec.js';
 export { Trainer } from './trainer.js';

@@ -27,6 +27,7 @@ import type { TrainedRun, TrainerHandle } from './handle.js';
 import { trainedStatePath } from './rank-entry.js';
 import { TRAINER_DEVICES_ENV } from './role.js';
 import { openRunMonitor } from './run-monitor.js';
+import { RunSignals } from './signals.js';
 import type { RunSpec } from './spec.js';
 
 /** @internal Launches one rank process per device and drives the run from this process. */
@@ -71,7 +72,25 @@ export async function runLauncher<M extends AnyModule>(
   };
   // A resumed run: the coordinator starts where the bundle's run was (the ranks restore
   // their own state from the same bundle).
-  const resume = options.resumeFrom === undefined ? undefined : resumeStateOf(options.resumeFrom);
+  const resumed = options.resumeFrom === undefined ? undefined : resumeStateOf(options.resumeFrom);
+  const resume = resumed?.resume;
+  if (resumed) monitor.notice(resumed.line);
+  // A second signal ends the ranks at once (SIGTERM, then SIGKILL) before this process exits.
+  const abortRanks = new AbortController();
+  // Ctrl-C reaches the ranks too (they ignore it): this process stops them together, and they save.
+  const signals = RunSignals.watch(
+    {
+      stop: () => handle.stop(),
+      where: () =>
+        host === undefined
+          ? 'the ranks (the coordinator has not formed yet)'
+          : `the ranks after their next averaging round (step ${host.coordinator.globalStep})`,
+      savePath: options.savePath,
+      notice: (line) => monitor.notice(line),
+      beforeExit: () => abortRanks.abort(),
+    },
+    options.handleSignals,
+  );
   let stopping = false;
   let keepRecords = false;
   try {
@@ -92,7 +111,7 @@ export async function runLauncher<M extends AnyModule>(
       },
       recordDir,
       prefixOutput: true,
-      signal,
+      signal: AbortSignal.any([signal, abortRanks.signal]),
       ...(options.elastic || options.maxFailure ? { elastic: true } : {}),
       ...(options.maxFailure ? { maxFailure: options.maxFailure } : {}),
       ...(options.livenessMs === undefined ? {} : { livenessMs: options.livenessMs }),
@@ -142,19 +161,29 @@ export async function runLauncher<M extends AnyModule>(
     host?.detach();
     await monitor.close(outcome);
     if (!keepRecords) rmSync(recordDir, { recursive: true, force: true });
+    signals.release();
+    if (outcome === 'Completed') signals.exitIfStopped();
   }
 }
 
-/** The coordinator's starting point in the bundle `resumeFrom` names. */
-function resumeStateOf(stem: string): CoordinatorResume {
-  const { meta } = readCheckpoint(stem);
+/**
+ * The coordinator's starting point in the bundle `resumeFrom` names, and the line that says it
+ * (`batch`: the batches of the epoch in progress the cohort trained before the save).
+ */
+function resumeStateOf(stem: string): { resume: CoordinatorResume; line: string } {
+  const { meta, stem: resolved } = readCheckpoint(stem);
+  const covered = meta.coverage.covered.reduce((sum, [from, to]) => sum + (to - from), 0);
+  const batch = Math.floor(covered / meta.batchSize);
   return {
-    epoch: meta.epoch,
-    covered: meta.coverage.covered,
-    globalStep: meta.globalStep,
-    averagingCount: meta.averagingCount,
-    ...(meta.elche === null ? {} : { elche: meta.elche }),
-    guardHistory: meta.guardHistory,
+    resume: {
+      epoch: meta.epoch,
+      covered: meta.coverage.covered,
+      globalStep: meta.globalStep,
+      averagingCount: meta.averagingCount,
+      ...(meta.elche === null ? {} : { elche: meta.elche }),
+      guardHistory: meta.guardHistory,
+    },
+    line: `flodl: resumed from ${resolved} at epoch ${meta.coverage.epoch}, batch ${batch}`,
   };
 }
 

@@ -87,6 +87,12 @@ export interface TrainerOptions<M extends AnyModule = AnyModule> {
   metricsLog?: string;
   /** Serve the live dashboard from the launching process. */
   dashboard?: DashboardSetting;
+  /**
+   * Stop and save on the first SIGINT / SIGTERM, exit with 130 / 143 (a second one exits at
+   * once); a cluster's ranks leave Ctrl-C to their launcher. Default true; false leaves the
+   * signals alone (the process dies on them).
+   */
+  handleSignals?: boolean;
 }
 
 /** The option names, for `options({...})` and error messages. */
@@ -126,6 +132,7 @@ export const TRAINER_OPTION_KEYS = [
   'progress',
   'metricsLog',
   'dashboard',
+  'handleSignals',
 ] as const satisfies readonly (keyof TrainerOptions)[];
 
 /** {@link TrainerOptions} with the defaults applied and every check passed. */
@@ -297,6 +304,8 @@ export function resolveTrainerOptions<M extends AnyModule>(
         : checkMaxFailure(options.maxFailure, `${OP}.maxFailure`);
   if (options.elastic !== undefined && typeof options.elastic !== 'boolean')
     throw invalidArgument(`${OP}.elastic`, 'elastic', 'true or false', options.elastic);
+  if (options.handleSignals !== undefined && typeof options.handleSignals !== 'boolean')
+    throw invalidArgument(`${OP}.handleSignals`, 'handleSignals', 'true or false', options.handleSignals);
   if (options.resident !== undefined && typeof options.resident !== 'boolean' && options.resident !== 'auto')
     throw invalidArgument(`${OP}.resident`, 'resident', "true, false or 'auto'", options.resident);
   if (options.elche !== undefined) {

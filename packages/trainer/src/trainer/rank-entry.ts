@@ -27,6 +27,7 @@ import { buildRank, callbacksOf, warnCallback } from './build-rank.js';
 import type { TrainedRun } from './handle.js';
 import { refuseClusterBundleOptions } from './options.js';
 import type { RankRole } from './role.js';
+import { ignoreInterruptsInRank } from './signals.js';
 import type { RunSpec } from './spec.js';
 
 /**
@@ -146,6 +147,10 @@ export async function joinClusterRank<M extends AnyModule>(
   const early: CoordinatorMessage[] = [];
   const trace = process.env[TRACE_DIR_ENV];
   let runtime: RankRuntime<M> | undefined;
+  // The terminal's Ctrl-C reaches this rank too: its launcher stops the cohort in order instead.
+  const restoreInterrupts = ignoreInterruptsInRank(
+    role.launchedBy === 'flodl' && options.handleSignals !== false,
+  );
   const session = await DistributedSession.join(model, {
     onAveraged: (event) => {
       if (trace) {
@@ -226,6 +231,7 @@ export async function joinClusterRank<M extends AnyModule>(
           created.dispose();
           optimizer.dispose();
           model.dispose();
+          restoreInterrupts();
         }
       })();
       return finished;

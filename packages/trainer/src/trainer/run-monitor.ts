@@ -33,6 +33,8 @@ export interface RunMonitor {
   checkpoint(version: number, error?: string): void;
   /** A cluster's coordinator host formed: record it, and draw the cohort from it. */
   attach(host: CoordinatorHost): void;
+  /** One line for the user: through the progress display when it is on, else on stderr. */
+  notice(line: string): void;
   /** The run ended: the last line, the log closed, the dashboard stopped. */
   close(outcome: 'Completed' | 'Failed'): Promise<void>;
 }
@@ -123,6 +125,10 @@ export async function openRunMonitor(options: MonitorOptions, run: MonitoredRun)
     },
     checkpoint(version, error) {
       recorder?.record({ kind: 'checkpoint', version, ...(error === undefined ? {} : { error }) });
+    },
+    notice(line) {
+      if (progress.enabled) progress.log(line);
+      else process.stderr.write(`${line}\n`);
     },
     attach(host) {
       const observation = recorder ? observe(host, recorder) : undefined;

@@ -11,6 +11,7 @@ import { buildRank, callbacksOf, warnCallback } from './build-rank.js';
 import { evaluateAfterEpoch } from './epoch-eval.js';
 import type { TrainedRun, TrainerHandle } from './handle.js';
 import { openRunMonitor, type RunMonitor } from './run-monitor.js';
+import { RunSignals } from './signals.js';
 import type { RunSpec } from './spec.js';
 
 /**
@@ -71,6 +72,7 @@ export async function createWatchedSingleRuntime<M extends AnyModule>(
       spec,
       (step) => monitor.step(step, created.optimizer.getLr()),
     );
+    if (spec.options.resumeFrom !== undefined) monitor.notice(resumedLine(created.runtime));
     return { ...created, monitor };
   } catch (error) {
     await monitor.close('Failed');
@@ -90,6 +92,8 @@ export async function runSingleDevice<M extends AnyModule>(
   let outcome: 'Completed' | 'Failed' = 'Failed';
   const device = runtime.device;
   onRuntime(runtime);
+  // Ctrl-C / SIGTERM: stop after the step in flight, save the stop bundle, then exit (130 / 143).
+  const signals = watchSingleRunSignals(runtime, () => handle.stop(), monitor, options.handleSignals);
   const deviceIndex = device.startsWith('cuda') ? Number(device.split(':')[1] ?? 0) : 0;
   try {
     let interruptedAt: number | undefined;
@@ -134,7 +138,36 @@ export async function runSingleDevice<M extends AnyModule>(
     runtime.dispose();
     optimizer.dispose();
     model.dispose();
+    signals.release();
+    if (outcome === 'Completed') signals.exitIfStopped();
   }
+}
+
+/**
+ * The signal watch of a one-device run (both tiers): the first SIGINT / SIGTERM calls `stop`
+ * and prints where the run stops and where it saves (see {@link RunSignals}).
+ */
+export function watchSingleRunSignals<M extends AnyModule>(
+  runtime: RankRuntime<M>,
+  stop: () => void,
+  monitor: RunMonitor,
+  enabled = true,
+): RunSignals {
+  return RunSignals.watch(
+    {
+      stop,
+      where: () => `after step ${runtime.localStep}`,
+      savePath: runtime.savePath,
+      notice: (line) => monitor.notice(line),
+    },
+    enabled,
+  );
+}
+
+/** `flodl: resumed from <bundle> at epoch E, batch B`: where a resumed one-device run goes on (0-based). */
+function resumedLine<M extends AnyModule>(runtime: RankRuntime<M>): string {
+  const cursor = runtime.dataCursor();
+  return `flodl: resumed from ${runtime.resumedFrom ?? 'a bundle'} at epoch ${cursor.epoch}, batch ${cursor.batch}`;
 }
 
 /** The checkpoints due after `done` epochs: `checkpointFn` and a bundle (`checkpointEvery`), a bundle (`checkpointAtEpoch`). */

@@ -10,6 +10,8 @@ import { fileURLToPath } from 'node:url';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const pinned = String(manifest.packageManager).replace(/^pnpm@/, '');
+/** The pnpm version `packageManager` pins. */
+export const pinnedPnpmVersion = pinned;
 const toolsDir = join(root, '.tools');
 const pnpmEntry = join(toolsDir, 'node_modules', 'pnpm', 'bin', 'pnpm.mjs');
 
@@ -19,9 +21,14 @@ function installedVersion() {
   return JSON.parse(readFileSync(packageFile, 'utf8')).version;
 }
 
-export function ensurePnpm() {
-  if (installedVersion() === pinned && existsSync(pnpmEntry)) return pnpmEntry;
-  console.log(`[flodl] installing pnpm ${pinned} into .tools/`);
+/** Whether the pinned pnpm is already in .tools/ (ensurePnpm then installs nothing). */
+export function hasPinnedPnpm() {
+  return installedVersion() === pinned && existsSync(pnpmEntry);
+}
+
+export function ensurePnpm({ quiet = false } = {}) {
+  if (hasPinnedPnpm()) return pnpmEntry;
+  if (!quiet) console.log(`[flodl] installing pnpm ${pinned} into .tools/`);
   const result = spawnSync(
     'npm',
     ['install', '--prefix', toolsDir, '--no-audit', '--no-fund', '--loglevel=error', `pnpm@${pinned}`],
@@ -36,12 +43,22 @@ export function ensurePnpm() {
   return pnpmEntry;
 }
 
-export function runPnpm(args, options = {}) {
+/** The command line and the options (cwd, env) that run the pinned pnpm with `args`. */
+export function pnpmInvocation(args) {
   const entry = ensurePnpm();
   const env = { ...process.env, TURBO_TELEMETRY_DISABLED: '1', DO_NOT_TRACK: '1' };
   const tools = join(toolsDir, 'node_modules', '.bin');
   env.PATH = `${tools}:${env.PATH ?? ''}`;
-  return spawnSync(process.execPath, [entry, ...args], { stdio: 'inherit', cwd: root, env, ...options });
+  return { command: process.execPath, args: [entry, ...args], options: { cwd: root, env } };
+}
+
+export function runPnpm(args, options = {}) {
+  const invocation = pnpmInvocation(args);
+  return spawnSync(invocation.command, invocation.args, {
+    stdio: 'inherit',
+    ...invocation.options,
+    ...options,
+  });
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {

@@ -1,6 +1,8 @@
 // Subset, ConcatDataset and randomSplit: their index logic against PyTorch's
 // (scripts/make-goldens-data.py), their reads of both dataset shapes, the DataLoader over them,
 // and the Trainer with one as its dataset and PyTorch's newer LR schedulers.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { mseLoss } from '@flodl/autograd';
 import {
   Adam,
@@ -24,7 +26,10 @@ import {
   Subset,
   TensorDataset,
 } from '../src/data/index.js';
-import { Trainer } from '../src/index.js';
+import { readCheckpoint, Trainer, type TrainerHandle } from '../src/index.js';
+import { temporaryFolder } from './helpers.js';
+
+const folder = temporaryFolder('wrappers');
 
 interface WrappersFixture {
   splits: { total: number; lengths: number[]; expected?: number[]; error?: string }[];
@@ -254,5 +259,61 @@ describe('the Trainer over a Subset, with a SequentialLR', () => {
     expect(hex(trained.params)).toEqual(hex(model.parameters()));
     model.dispose();
     optimizer.dispose();
+  });
+
+  it('stops mid-run and resumes from its bundle to the same weights, bit for bit', async () => {
+    manualSeed(4);
+    const x = randn([80, 4]);
+    const data = new TensorDataset([x, x.matmul(randn([4, 2]))]);
+    owned.push(data);
+    const [train] = randomSplit(data, [0.8, 0.2], { seed: 2 });
+    const build = (onStep: () => void = () => {}) =>
+      Trainer.builder(
+        () => new Sequential(new Linear(4, 8), new ReLU(), new Linear(8, 2)),
+        (params) => new Adam(params, { lr: 0.02 }),
+        (model, batch) => {
+          onStep();
+          return mseLoss(model.forward(batch.at(0)), batch.at(1));
+        },
+      )
+        .dataset(train!)
+        .batchSize(8)
+        .numEpochs(3)
+        .devices(['cpu'])
+        .scheduler(
+          (optimizer) =>
+            new SequentialLR(optimizer, {
+              schedulers: [
+                new LinearLR(optimizer),
+                new CosineAnnealingWarmRestarts(optimizer, { t0: 4, tMult: 2 }),
+              ],
+              milestones: [5],
+            }),
+        );
+    const hex = (tensors: Tensor[]) => tensors.map((tensor) => Buffer.from(toBytes(tensor)).toString('hex'));
+    const straight = await build().run().join();
+    const stem = join(folder, 'sequential');
+    let steps = 0;
+    const first: TrainerHandle = build(() => {
+      steps += 1;
+      if (steps === 11) first.stop(); // mid-epoch 1
+    })
+      .savePath(stem)
+      .run();
+    await first.join();
+    expect(steps).toBe(11);
+    expect(readCheckpoint(stem).meta.localStep).toBe(11);
+    const saved = JSON.parse(readFileSync(`${stem}.scheduler.json`, 'utf8')).state;
+    expect(saved.schedulers.map((state: { tI?: number }) => state.tI)).toEqual([undefined, 4]);
+    const epochs: number[] = [];
+    const resumed = await build()
+      .resumeFrom(stem)
+      .metricsFn((metrics) => {
+        epochs.push(metrics.epoch);
+      })
+      .run()
+      .join();
+    expect(epochs).toEqual([1, 2]); // it went on from the stop, in epoch 1
+    expect(hex(resumed.params)).toEqual(hex(straight.params));
   });
 });

@@ -134,8 +134,10 @@ describe('a one-device run lets the event loop run', () => {
       expect(stdout).not.toContain('done');
       // The state moved on between the answers: they came while the run trained.
       expect(records.at(-1)).toBeGreaterThan(records[0] as number);
-      // ~50 ms at most between turns; 1 s leaves room for a loaded CI machine.
-      expect(Math.max(...answers)).toBeLessThan(1000);
+      // ~50 ms at most between turns; 1 s for the median (5 s for any) leaves room for a loaded CI machine.
+      const median = [...answers].sort((left, right) => left - right)[answers.length >> 1] as number;
+      expect(median).toBeLessThan(1000);
+      expect(Math.max(...answers)).toBeLessThan(5000);
       expect(await exited).toBe(0);
     } finally {
       clearTimeout(killer);

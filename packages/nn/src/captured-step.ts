@@ -12,6 +12,7 @@ import {
   stack,
   Tensor,
   tidy,
+  unknownOptionError,
   withStream,
 } from '@flodl/tensor-native';
 import type { Optimizer } from './optim/optimizer.js';
@@ -102,7 +103,7 @@ export class CapturedStep {
       throw invalidArgument(OP, 'options', 'an options object', options);
     for (const key of Object.keys(options)) {
       if (!['warmup', 'maxGradNorm', 'captureErrorMode', 'otherShapes'].includes(key))
-        throw invalidArgument(OP, 'options', 'warmup, maxGradNorm, captureErrorMode or otherShapes', key);
+        throw unknownOptionError(OP, key, ['warmup', 'maxGradNorm', 'captureErrorMode', 'otherShapes']);
     }
     const warmup = options.warmup ?? 3;
     if (!Number.isSafeInteger(warmup) || warmup < 1)

@@ -1,6 +1,6 @@
 // Gradient clipping (PyTorch: torch.nn.utils.clip_grad_norm_ and clip_grad_value_).
 import { noGrad } from '@flodl/autograd';
-import { aten, FlodlError, invalidArgument, Tensor, tidy } from '@flodl/tensor-native';
+import { aten, FlodlError, invalidArgument, Tensor, tidy, unknownOptionError } from '@flodl/tensor-native';
 
 /** Options of {@link clipGradNorm_}. */
 export interface ClipGradNormOptions {
@@ -53,7 +53,7 @@ export function clipGradNorm_(
   if (options === null || typeof options !== 'object')
     throw invalidArgument(op, 'options', 'an options object', options);
   for (const key of Object.keys(options)) {
-    if (key !== 'errorIfNonfinite') throw invalidArgument(op, 'options', 'only errorIfNonfinite', key);
+    if (key !== 'errorIfNonfinite') throw unknownOptionError(op, key, ['errorIfNonfinite']);
   }
   return noGrad(() =>
     tidy(() => {

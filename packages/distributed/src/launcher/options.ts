@@ -1,4 +1,4 @@
-import { invalidArgument } from '@flodl/tensor-native';
+import { invalidArgument, unknownOptionError } from '@flodl/tensor-native';
 import { EL_CHE_MODES, type ElCheMode } from '../coordinator/config.js';
 import { checkMaxFailure } from '../coordinator/coordinator-config.js';
 import type { MaxFailureThreshold } from '../coordinator/membership.js';
@@ -170,7 +170,7 @@ export function resolveLaunchOptions(options: LaunchOptions): ResolvedLaunchOpti
     throw invalidArgument(op, 'options', 'an options object', options);
   }
   for (const key of Object.keys(options)) {
-    if (!KNOWN.has(key)) throw invalidArgument(op, key, `one of ${[...KNOWN].join(', ')}`, key);
+    if (!KNOWN.has(key)) throw unknownOptionError(op, key, [...KNOWN]);
   }
   const nproc = options.nproc;
   if (!Number.isInteger(nproc) || nproc < 1) throw invalidArgument(op, 'nproc', 'a positive integer', nproc);

@@ -1,4 +1,11 @@
-import { type Device, type DType, FlodlError, invalidArgument, runWithAutocast } from '@flodl/tensor-native';
+import {
+  type Device,
+  type DType,
+  FlodlError,
+  invalidArgument,
+  runWithAutocast,
+  unknownOptionError,
+} from '@flodl/tensor-native';
 
 /** Options of `autocast`. */
 export interface AutocastOptions {
@@ -20,7 +27,7 @@ export interface AutocastOptions {
 export function autocast<T>(dtype: DType, fn: () => T, options: AutocastOptions = {}): T {
   for (const key of Object.keys(options)) {
     if (key !== 'device' && key !== 'enabled')
-      throw invalidArgument('autocast', 'options', "only 'device' and 'enabled'", key);
+      throw unknownOptionError('autocast', key, ['device', 'enabled']);
   }
   const device = options.device ?? 'cpu';
   const deviceType =

@@ -1,5 +1,5 @@
 import { binaryCrossEntropyWithLogits } from '@flodl/autograd';
-import { FlodlError, invalidArgument, type Tensor, tidy } from '@flodl/tensor-native';
+import { FlodlError, invalidArgument, type Tensor, tidy, unknownOptionError } from '@flodl/tensor-native';
 import { checkOptions } from '../layers/common.js';
 import { Module } from '../module.js';
 
@@ -24,7 +24,7 @@ export interface FocalLossOptions {
 export function focalLoss(input: Tensor, target: Tensor, options: FocalLossOptions = {}): Tensor {
   for (const key of Object.keys(options)) {
     if (!['alpha', 'gamma', 'reduction'].includes(key))
-      throw invalidArgument('focalLoss', 'options', "'alpha', 'gamma' or 'reduction'", key);
+      throw unknownOptionError('focalLoss', key, ['alpha', 'gamma', 'reduction']);
   }
   const { alpha = 0.25, gamma = 2, reduction = 'none' } = options;
   if (!(gamma >= 0)) throw invalidArgument('focalLoss', 'gamma', 'a number >= 0', gamma);

@@ -3,7 +3,7 @@
 // when the run ends, when its step throws and when its process exits mid-run; a process killed
 // outright leaves it behind, and the next run takes the stale lock over with a warning.
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { mseLoss } from '@flodl/autograd';
@@ -114,6 +114,47 @@ describe('the savePath lock', () => {
       `flodl: ${lockPathOf(savePath)}: stale lock of pid ${child.pid} (no such process on this host); taking it over\n`,
     ]);
     expect(existsSync(lockPathOf(savePath))).toBe(false);
+  });
+
+  it("never takes over another host's lock; an unreadable one only once it is old", () => {
+    const savePath = join(folder, 'foreign', 'run');
+    mkdirSync(join(folder, 'foreign'));
+    const lock = lockPathOf(savePath);
+    const foreign = {
+      pid: 1,
+      hostname: 'another-host',
+      startedAt: '2026-01-01T00:00:00.000Z',
+      op: 'Trainer.run',
+      token: 'ab',
+    };
+    writeFileSync(lock, JSON.stringify(foreign));
+    const error = caught(() => acquireSaveLock(savePath, 'test'), 'ERR_CHECKPOINT');
+    expect(error.got).toBe('pid 1 on another-host, since 2026-01-01T00:00:00.000Z');
+    expect(error.message).toMatch(/or, if no run uses it .* remove /);
+    // Not JSON (a writer that died mid-write, or some other file): held while fresh, stale once old.
+    writeFileSync(lock, '{"pid": 12');
+    expect(caught(() => acquireSaveLock(savePath, 'test'), 'ERR_CHECKPOINT').got).toBe(
+      'a lock file that does not name its owner',
+    );
+    const minuteAgo = new Date(Date.now() - 60_000);
+    utimesSync(lock, minuteAgo, minuteAgo);
+    const written: string[] = [];
+    const spy = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      written.push(String(chunk));
+      return true;
+    });
+    let taken: ReturnType<typeof acquireSaveLock>;
+    try {
+      taken = acquireSaveLock(savePath, 'test');
+    } finally {
+      spy.mockRestore();
+    }
+    expect(written.length).toBe(1);
+    expect(written[0]).toMatch(/^flodl: .*\.lock: an unreadable lock 6\d s old is stale; taking it over\n$/);
+    expect(owner(savePath)).toMatchObject({ pid: process.pid, op: 'test' });
+    taken?.release();
+    taken?.release();
+    expect(existsSync(lock)).toBe(false);
   });
 
   it("goes when the run's step throws, and when its process exits mid-run", async () => {

@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import {
   closeSync,
+  linkSync,
   mkdirSync,
   openSync,
   readFileSync,
@@ -97,7 +98,7 @@ export function acquireSaveLock(savePath: string | undefined, op: string): SaveL
   throw new FlodlError('ERR_CHECKPOINT', `${path}: could not take the lock of ${savePath}`, {
     op,
     expected: 'the lock free, or stale',
-    got: `another process took it over as fast ${ATTEMPTS} times`,
+    got: `other processes took the stale lock over first, ${ATTEMPTS} times`,
   });
 }
 
@@ -194,12 +195,14 @@ function takeOver(path: string, stale: SaveLockOwner | undefined): boolean {
       moved.token === stale.token &&
       moved.pid === stale.pid);
   if (!same) {
-    // Another process's fresh lock: back where it was, unless a third took the path meanwhile.
+    // Another process's fresh lock: back where it was (a link fails where a third process
+    // created the path meanwhile, and does not replace its file).
     try {
-      renameSync(aside, path);
+      linkSync(aside, path);
     } catch {
-      rmSync(aside, { force: true });
+      // the path is taken again: the next attempt judges that lock
     }
+    rmSync(aside, { force: true });
     return false;
   }
   rmSync(aside, { force: true });

@@ -10,7 +10,7 @@ import './ops-autograd.js';
 import './ops-print.js';
 import './cuda-streams.js';
 
-export { aten } from './aten.js';
+export { type AtenArgs, type AtenOp, type AtenResult, aten } from './aten.js';
 export { type AutocastState, autocastState, runWithAutocast } from './autocast.js';
 export { backends, type CpuBackend, type CudnnBackend, type MatmulBackend } from './backends.js';
 export { shareClassIdentity } from './class-identity.js';

@@ -43,7 +43,7 @@ export interface TripletMarginLossOptions {
  * lets `checkTarget` check the shapes and return the target, then calls the op.
  */
 function marginLoss(
-  op: string,
+  op: 'cosineEmbeddingLoss' | 'marginRankingLoss',
   input1: unknown,
   input2: unknown,
   options: MarginLossOptions | undefined,

@@ -111,19 +111,27 @@ export class RMSprop extends Optimizer<RMSpropGroupOptions, RMSpropState> {
     items: readonly GroupItem<RMSpropState>[],
   ): void {
     const { lr, alpha, eps, weightDecay, momentum, centered, maximize } = group;
+    const momentumBuffers: Tensor[] = [];
+    const gradAvgs: Tensor[] = [];
     for (const { param, state } of items) {
       state.step += 1;
       // Created late when momentum or `centered` is switched on after the first steps.
-      if (momentum > 0) state.momentumBuffer ??= keep(zerosLike(param));
-      if (centered) state.gradAvg ??= keep(zerosLike(param));
+      if (momentum > 0) {
+        state.momentumBuffer ??= keep(zerosLike(param));
+        momentumBuffers.push(state.momentumBuffer);
+      }
+      if (centered) {
+        state.gradAvg ??= keep(zerosLike(param));
+        gradAvgs.push(state.gradAvg);
+      }
     }
     aten.call(
       'foreachRmsprop',
       items.map(({ param }) => param),
       undefined,
       items.map(({ state }) => state.squareAvg),
-      momentum > 0 ? items.map(({ state }) => state.momentumBuffer) : undefined,
-      centered ? items.map(({ state }) => state.gradAvg) : undefined,
+      momentum > 0 ? momentumBuffers : undefined,
+      centered ? gradAvgs : undefined,
       lr,
       alpha,
       eps,

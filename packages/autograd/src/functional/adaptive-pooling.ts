@@ -45,11 +45,7 @@ function adaptiveMaxPool(
 ): Tensor | ValuesIndices {
   const { returnIndices = false } = checkOptions(op, options, ['returnIndices']);
   checkBoolean(op, 'returnIndices', returnIndices);
-  const [values, indices] = aten.call(
-    'adaptiveMaxPool',
-    input,
-    resolveSize(op, spatial, input, outputSize),
-  ) as [Tensor, Tensor];
+  const [values, indices] = aten.call('adaptiveMaxPool', input, resolveSize(op, spatial, input, outputSize));
   if (returnIndices) return { values, indices };
   indices.dispose();
   return values;

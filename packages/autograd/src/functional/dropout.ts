@@ -34,7 +34,7 @@ function channelDropout(
   if (rank !== unbatchedRank) return aten.call('featureDropout', input, p, training);
   const batched = input.unsqueeze(0);
   try {
-    const output = aten.call('featureDropout', batched, p, training) as Tensor;
+    const output = aten.call('featureDropout', batched, p, training);
     try {
       return output.squeeze(0);
     } finally {

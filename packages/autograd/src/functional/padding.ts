@@ -82,7 +82,7 @@ export function pad(input: Tensor, pad: readonly number[], options?: PadOptions)
   // libtorch 1.13 pads circularly only with a batch dim.
   if (mode === 'circular' && input.ndim === padded + 1) {
     const batched = input.unsqueeze(0);
-    const output = aten.call(op, batched, pad, mode, undefined) as Tensor;
+    const output = aten.call(op, batched, pad, mode, undefined);
     try {
       return output.squeeze(0);
     } finally {

@@ -148,6 +148,6 @@ export function lstmCell(
 ): LstmCellResult {
   const stateShape = checkCell('lstmCell', 4, input, wIh, wHh, [bIh, bHh]);
   const states = checkLstmStates('lstmCell', ['hx', 'cx'], state, stateShape, input);
-  const [h, c] = aten.call('lstmCell', input, states, wIh, wHh, bIh, bHh) as Tensor[];
-  return { h: h!, c: c! };
+  const [h, c] = aten.call('lstmCell', input, states, wIh, wHh, bIh, bHh);
+  return { h, c };
 }

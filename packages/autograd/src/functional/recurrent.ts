@@ -187,8 +187,8 @@ export function gru(
 ): GruResult {
   const layout = checkRecurrent('gru', 3, input, params, options);
   const state = hx === undefined ? undefined : checkState('gru', 'hx', hx, layout.stateShape, input);
-  const [output, hN] = aten.call('gru', input, state, params, ...flags(layout)) as Tensor[];
-  return { output: output!, hN: hN! };
+  const [output, hN] = aten.call('gru', input, state, params, ...flags(layout));
+  return { output, hN };
 }
 
 /**
@@ -226,6 +226,6 @@ export function lstm(
 ): LstmResult {
   const layout = checkRecurrent('lstm', 4, input, params, options);
   const states = checkLstmStates('lstm', ['h0', 'c0'], state, layout.stateShape, input);
-  const [output, hN, cN] = aten.call('lstm', input, states, params, ...flags(layout)) as Tensor[];
-  return { output: output!, hN: hN!, cN: cN! };
+  const [output, hN, cN] = aten.call('lstm', input, states, params, ...flags(layout));
+  return { output, hN, cN };
 }

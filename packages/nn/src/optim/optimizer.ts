@@ -259,7 +259,7 @@ export abstract class Optimizer<
 
   /** Steps the parameters of `group` that have a gradient, asking native code which those are. */
   private stepWhole(group: ParamGroup<TOptions>): void {
-    const present = aten.call('hasGrads', group.params) as boolean[];
+    const present = aten.call('hasGrads', group.params);
     const items: GroupItem<TState>[] = [];
     group.params.forEach((param, k) => {
       if (present[k]) items.push({ param, state: this.stateOf(param, group) });

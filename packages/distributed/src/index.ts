@@ -32,7 +32,8 @@ export {
   runSettingsOf,
   settingsMismatch,
 } from './host/run-settings.js';
-export { runCli } from './launcher/cli.js';
+export { type CliExtensions, runCli } from './launcher/cli.js';
+export type { LaunchedRun, LaunchWatch, LaunchWatcher } from './launcher/cli-dashboard.js';
 export {
   type DeathRecord,
   deathRecordPath,

@@ -47,4 +47,12 @@ describe('run settings', () => {
       () => new ClusterCoordinator({ ...coordinatorOptionsFor(SETTINGS, 2), lookaheadBatches: -2 }),
     ).toThrow(/lookaheadBatches/);
   });
+
+  it("carries a script's progress(false) to the launcher, and refuses another progress value", () => {
+    expect(runSettingsOf(hello(0, { ...SETTINGS, progress: false }))).toEqual({
+      ...SETTINGS,
+      progress: false,
+    });
+    expect(runSettingsOf(hello(0, { ...SETTINGS, progress: true } as never))).toBe('bad progress');
+  });
 });

@@ -23,7 +23,7 @@ import type { ControlServer } from '../wire/server.js';
 import { ConsensusPool, type FoldedRound, foldAndSend } from './host-reduce.js';
 import { type HostRound, historyLimitOf, pushBounded } from './host-round.js';
 import { JoinRule } from './join-rule.js';
-import { coordinatorOptionsFor, runSettingsOf } from './run-settings.js';
+import { coordinatorOptionsFor, type RunSettings, runSettingsOf } from './run-settings.js';
 
 /** How long a rank that dropped its connection may take to end on its own before it is stopped, ms. */
 const LEAVING_GRACE_MS = 2000;
@@ -69,8 +69,8 @@ export interface CoordinatorHostOptions {
 
 /** Options of {@link CoordinatorHost.attachFromRanks}: the mode and the coordinator come from the ranks. */
 export type RanksHostOptions = Omit<CoordinatorHostOptions, 'mode' | 'coordinator'> & {
-  /** Called once the first rank's settings formed the host. */
-  onAttached?: (host: CoordinatorHost) => void;
+  /** Called once the first rank's settings formed the host (with those settings). */
+  onAttached?: (host: CoordinatorHost, settings: RunSettings) => void;
   /** Continue a saved run: the coordinator starts from this state (`CoordinatorOptions.resume`). */
   resume?: CoordinatorResume;
 };
@@ -207,7 +207,7 @@ export class CoordinatorHost {
       });
       host.#listen();
       host.#onConnected(rank); // this event was emitted before the host listened
-      onAttached?.(host);
+      onAttached?.(host, settings);
     };
     server.on('rankConnected', onConnected);
   }

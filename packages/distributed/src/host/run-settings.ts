@@ -56,6 +56,8 @@ export interface RunSettings {
   progressive?: boolean;
   /** `CoordinatorOptions.lookaheadBatches`: chunks handed out ahead when a rank's is about to end. */
   lookaheadBatches?: number;
+  /** The script turned the progress display off (`.progress(false)`): the launcher draws none either. */
+  progress?: false;
   model: ModelSignature;
 }
 
@@ -115,6 +117,7 @@ function checkRunSettings(value: unknown): RunSettings | string {
   const lookahead = settings.lookaheadBatches;
   if (lookahead !== undefined && (!Number.isSafeInteger(lookahead) || (lookahead as number) < 0))
     return 'bad lookaheadBatches';
+  if (settings.progress !== undefined && settings.progress !== false) return 'bad progress';
   const model = settings.model as Record<string, unknown> | undefined;
   if (
     typeof model !== 'object' ||

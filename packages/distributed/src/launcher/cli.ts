@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { FlodlError } from '@flodl/tensor-native';
-import { watchLaunch } from './cli-dashboard.js';
+import { type LaunchWatch, watchLaunch } from './cli-dashboard.js';
 import { type LaunchResult, launch } from './launch.js';
 import {
   LAUNCH_DEVICES,
@@ -224,13 +224,27 @@ export function cliVersion(): string {
   return 'unknown';
 }
 
+/** What a command built on `flodl` adds to it (`runCli`'s second argument). */
+export interface CliExtensions {
+  /**
+   * Watches every run `flodl launch` hosts the coordinator of (node 0), beside `--dashboard`:
+   * `@flodl/cooperative`'s command draws the Trainer's cohort progress line with it.
+   */
+  watch?: LaunchWatch;
+}
+
 /**
  * Runs `flodl` with `argv` (without `node` and the bin path), prefixing rank output with
  * `[rank N] ` unless `--no-prefix` is given, and returns the exit code:
  * 0 when every rank exited 0, 1 when a rank failed, 2 for a usage error, 130/143 when
- * SIGINT/SIGTERM stopped the run.
+ * SIGINT/SIGTERM stopped the run. `extensions.watch` watches the run it launches.
+ *
+ * @example
+ * ```ts fragment
+ * process.exitCode = await runCli(process.argv.slice(2));
+ * ```
  */
-export async function runCli(argv: readonly string[]): Promise<number> {
+export async function runCli(argv: readonly string[], extensions: CliExtensions = {}): Promise<number> {
   let command: LaunchCommand;
   try {
     command = parseLaunchArgs(argv);
@@ -256,21 +270,24 @@ export async function runCli(argv: readonly string[]): Promise<number> {
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   const { options } = command;
+  const run = {
+    script: options.script,
+    worldSize: options.nproc * (options.nnodes ?? 1),
+    ...(options.mode ? { mode: options.mode } : {}),
+  };
+  const watchers = extensions.watch ? [extensions.watch(run)] : [];
   const watched =
-    command.dashboard === undefined
+    command.dashboard === undefined && watchers.length === 0
       ? undefined
       : watchLaunch(
-          command.dashboard,
-          {
-            script: options.script,
-            worldSize: options.nproc * (options.nnodes ?? 1),
-            ...(options.mode ? { mode: options.mode } : {}),
-          },
+          { ...(command.dashboard === undefined ? {} : { dashboard: command.dashboard }), watchers },
+          run,
           (error) =>
             process.stderr.write(
               `flodl launch: coordinator: ${error instanceof Error ? error.message : String(error)}\n`,
             ),
         );
+  let outcome: 'Completed' | 'Failed' = 'Failed';
   try {
     const result = await launch({
       prefixOutput: true,
@@ -279,6 +296,7 @@ export async function runCli(argv: readonly string[]): Promise<number> {
       signal: controller.signal,
     });
     if (result.interrupted) return received === 'SIGTERM' ? 143 : 130;
+    outcome = 'Completed';
     if (result.lost.length > 0) process.stderr.write(`${describeLost(result)}\n`);
     return 0;
   } catch (error) {
@@ -288,7 +306,7 @@ export async function runCli(argv: readonly string[]): Promise<number> {
     );
     return isFlodl && error.code === 'ERR_INVALID_ARGUMENT' ? 2 : 1;
   } finally {
-    await watched?.close();
+    await watched?.close(outcome);
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }

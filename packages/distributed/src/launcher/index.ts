@@ -1,7 +1,9 @@
 // launcher: starts and supervises one process per rank (`launch`, `flodl launch`), hosts the
 // coordinator's ControlServer on node 0 and turns rank deaths into one ERR_RANK_FAILED error.
+
 export {
   CLI_USAGE,
+  type CliExtensions,
   cliVersion,
   describeLost,
   type LaunchCommand,
@@ -9,6 +11,7 @@ export {
   runCli,
   USAGE,
 } from './cli.js';
+export type { LaunchedRun, LaunchWatch, LaunchWatcher } from './cli-dashboard.js';
 export {
   type DeathRecord,
   deathRecordPath,

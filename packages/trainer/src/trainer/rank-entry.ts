@@ -70,6 +70,8 @@ export function runSettingsFor<M extends AnyModule>(spec: RunSpec<M>, model: M):
     heartbeatTimeoutMs: options.heartbeatTimeoutMs,
     maxFailure: options.maxFailure,
     lookaheadBatches: options.lookaheadBatches ?? chunkLookahead(options.mode),
+    // The display turned off: a launcher that draws the cohort line (flodl launch) draws none.
+    progress: options.progress === false ? false : undefined,
   };
   return {
     mode: options.mode,

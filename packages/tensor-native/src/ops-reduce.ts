@@ -187,8 +187,9 @@ function optionDtype(op: string, options: ReduceOptions | undefined): number {
   return options?.dtype === undefined ? -1 : dtypeCode(parseDType(op, options.dtype));
 }
 
-// Each method below tests for its options form only after its hot path, and with one `typeof`
-// that a number dim fails at once: the positional calls do no more work than before.
+// Each method below is its positional form as it was, plus one test for the options form after
+// its hot path (a number dim fails its first `typeof`); the options forms live in their own
+// functions further down, so the positional calls keep their code and their type feedback.
 
 proto.sum = function sum(
   this: Tensor,
@@ -204,7 +205,7 @@ proto.sum = function sum(
       throw diagnose('sum', { self: this }, error);
     }
   }
-  if (isKeywordForm(dim)) return sumLike('sum', native.sum, this, dim, keepdim, options);
+  if (isKeywordForm(dim)) return sumWith('sum', this, dim, keepdim !== false || options !== undefined);
   const dtype = optionDtype('sum', options);
   const list = dim === undefined ? undefined : dims('sum', this, dim);
   checkBoolean('sum', 'keepdim', keepdim, false);
@@ -217,29 +218,12 @@ proto.mean = function mean(
   keepdim: boolean = false,
   options?: ReduceOptions,
 ): Tensor {
-  if (isKeywordForm(dim)) return sumLike('mean', native.mean, this, dim, keepdim, options);
+  if (isKeywordForm(dim)) return sumWith('mean', this, dim, keepdim !== false || options !== undefined);
   const dtype = optionDtype('mean', options);
   const list = dim === undefined ? undefined : dims('mean', this, dim);
   checkBoolean('mean', 'keepdim', keepdim, false);
   return call('mean', { self: this }, () => native.mean(this._h, list, keepdim, dtype));
 };
-
-// sum({ dim, keepdim, dtype }) and mean alike; without dim, keepdim keeps every dim as size 1.
-function sumLike(
-  op: 'sum' | 'mean',
-  run: typeof native.sum,
-  self: Tensor,
-  form: object,
-  keepdim: boolean,
-  options: ReduceOptions | undefined,
-): Tensor {
-  noArgumentsAfter(op, keepdim !== false || options !== undefined);
-  const given = keywords<SumOptions>(op, form, ['dim', 'keepdim', 'dtype']);
-  const dtype = keywordDtype(op, given.dtype);
-  const keep = keywordKeepdim(op, given.keepdim);
-  const list = keywordDims(op, self, given.dim, keep);
-  return call(op, { self }, () => run(self._h, list, keep, dtype));
-}
 
 proto.prod = function prod(
   this: Tensor,
@@ -247,19 +231,7 @@ proto.prod = function prod(
   keepdim: boolean = false,
   options?: ReduceOptions,
 ): Tensor {
-  if (isKeywordForm(dim)) {
-    noArgumentsAfter('prod', keepdim !== false || options !== undefined);
-    const given = keywords<ProdOptions>('prod', dim, ['dim', 'keepdim', 'dtype']);
-    const dtype = keywordDtype('prod', given.dtype);
-    const keep = keywordKeepdim('prod', given.keepdim);
-    if (given.dim === undefined) {
-      if (keep) throw keepdimNeedsDim('prod');
-      return call('prod', { self: this }, () => native.prod(this._h, undefined, false, dtype));
-    }
-    const single = checkInt('prod', 'dim', given.dim);
-    normalizeDim('prod', single, this.ndim);
-    return call('prod', { self: this }, () => native.prod(this._h, single, keep, dtype));
-  }
+  if (isKeywordForm(dim)) return prodWith(this, dim, keepdim !== false || options !== undefined);
   const dtype = optionDtype('prod', options);
   if (dim !== undefined) normalizeDim('prod', dim, this.ndim);
   return call('prod', { self: this }, () => native.prod(this._h, dim, keepdim, dtype));
@@ -274,69 +246,45 @@ function extremum(op: 'max' | 'min') {
     if (dimOrOther instanceof Tensor) {
       return call(op, { self: this, other: dimOrOther }, () => pairwise(this._h, dimOrOther._h), 'broadcast');
     }
-    let dim = dimOrOther as number;
-    let keep = keepdim;
-    if (isKeywordForm(dimOrOther)) {
-      noArgumentsAfter(op, keepdim !== false);
-      const given = keywords<DimOptions>(op, dimOrOther, ['dim', 'keepdim']);
-      if (given.dim === undefined) {
-        throw invalidArgument(
-          op,
-          'dim',
-          `an integer: ${op}({ dim }) reduces along one dim (${op}() for all)`,
-          undefined,
-        );
-      }
-      dim = given.dim;
-      keep = keywordKeepdim(op, given.keepdim);
-    }
-    normalizeDim(op, dim, this.ndim);
-    checkBoolean(op, 'keepdim', keep, false);
-    const [values, indices] = callMany(op, { self: this }, () => along(this._h, dim, keep));
+    if (isKeywordForm(dimOrOther)) return extremumWith(op, this, dimOrOther, keepdim !== false);
+    normalizeDim(op, dimOrOther, this.ndim);
+    checkBoolean(op, 'keepdim', keepdim, false);
+    const [values, indices] = callMany(op, { self: this }, () => along(this._h, dimOrOther, keepdim));
     return { values: values!, indices: indices! };
   };
 }
 proto.max = extremum('max');
 proto.min = extremum('min');
 
-function extremes(op: 'amax' | 'amin') {
-  const run = native[op];
-  return function (this: Tensor, dim: number | number[] | AmaxOptions, keepdim = false): Tensor {
-    if (isKeywordForm(dim)) {
-      noArgumentsAfter(op, keepdim !== false);
-      const given = keywords<AmaxOptions>(op, dim, ['dim', 'keepdim']);
-      const keep = keywordKeepdim(op, given.keepdim);
-      // PyTorch's default dim=() reduces every dim.
-      const list = keywordDims(op, this, given.dim, true) ?? [];
-      return call(op, { self: this }, () => run(this._h, list, keep));
-    }
-    const list = dims(op, this, dim);
-    return call(op, { self: this }, () => run(this._h, list, keepdim));
-  };
-}
-proto.amax = extremes('amax');
-proto.amin = extremes('amin');
+proto.amax = function amax(
+  this: Tensor,
+  dim: number | number[] | AmaxOptions,
+  keepdim: boolean = false,
+): Tensor {
+  if (isKeywordForm(dim)) return amaxWith('amax', this, dim, keepdim !== false);
+  const list = dims('amax', this, dim);
+  return call('amax', { self: this }, () => native.amax(this._h, list, keepdim));
+};
+proto.amin = function amin(
+  this: Tensor,
+  dim: number | number[] | AmaxOptions,
+  keepdim: boolean = false,
+): Tensor {
+  if (isKeywordForm(dim)) return amaxWith('amin', this, dim, keepdim !== false);
+  const list = dims('amin', this, dim);
+  return call('amin', { self: this }, () => native.amin(this._h, list, keepdim));
+};
 
-// argmax / argmin / all / any: one optional dim and keepdim (argmax keeps every dim as size 1
-// without one, as PyTorch's does; all and any take keepdim only with a dim).
-function oneDim(op: 'argmax' | 'argmin' | 'all' | 'any') {
-  const run = native[op];
-  const keepsWithoutDim = op === 'argmax' || op === 'argmin';
-  return function (this: Tensor, dim?: number | ArgmaxOptions, keepdim = false): Tensor {
-    if (isKeywordForm(dim)) {
-      noArgumentsAfter(op, keepdim !== false);
-      const given = keywords<ArgmaxOptions>(op, dim, ['dim', 'keepdim']);
-      const keep = keywordKeepdim(op, given.keepdim);
-      if (given.dim === undefined && keep && !keepsWithoutDim) throw keepdimNeedsDim(op);
-      if (given.dim !== undefined) normalizeDim(op, checkInt(op, 'dim', given.dim), this.ndim);
-      return call(op, { self: this }, () => run(this._h, given.dim, keep));
-    }
-    if (dim !== undefined) normalizeDim(op, dim, this.ndim);
-    return call(op, { self: this }, () => run(this._h, dim, keepdim));
-  };
-}
-proto.argmax = oneDim('argmax');
-proto.argmin = oneDim('argmin');
+proto.argmax = function argmax(this: Tensor, dim?: number | ArgmaxOptions, keepdim: boolean = false): Tensor {
+  if (isKeywordForm(dim)) return oneDimWith('argmax', this, dim, keepdim !== false);
+  if (dim !== undefined) normalizeDim('argmax', dim, this.ndim);
+  return call('argmax', { self: this }, () => native.argmax(this._h, dim, keepdim));
+};
+proto.argmin = function argmin(this: Tensor, dim?: number | ArgmaxOptions, keepdim: boolean = false): Tensor {
+  if (isKeywordForm(dim)) return oneDimWith('argmin', this, dim, keepdim !== false);
+  if (dim !== undefined) normalizeDim('argmin', dim, this.ndim);
+  return call('argmin', { self: this }, () => native.argmin(this._h, dim, keepdim));
+};
 
 function spread(op: 'std' | 'var') {
   const run = native[op];
@@ -344,16 +292,9 @@ function spread(op: 'std' | 'var') {
     this: Tensor,
     dim?: number | number[] | SpreadOptions,
     unbiased = true,
-    keepdim = false,
+    keepdim: boolean = false,
   ): Tensor {
-    if (isKeywordForm(dim)) {
-      noArgumentsAfter(op, unbiased !== true || keepdim !== false);
-      const given = keywords<SpreadOptions>(op, dim, ['dim', 'keepdim', 'correction', 'unbiased']);
-      const keep = keywordKeepdim(op, given.keepdim);
-      const correction = spreadCorrection(op, given);
-      const list = keywordDims(op, this, given.dim, false);
-      return call(op, { self: this }, () => run(this._h, list, true, keep, correction));
-    }
+    if (isKeywordForm(dim)) return spreadWith(op, this, dim, unbiased !== true || keepdim !== false);
     checkBoolean(op, 'unbiased', unbiased, true);
     checkBoolean(op, 'keepdim', keepdim, false);
     const list = dim === undefined ? undefined : dims(op, this, dim);
@@ -362,6 +303,147 @@ function spread(op: 'std' | 'var') {
 }
 proto.std = spread('std');
 proto.var = spread('var');
+
+proto.norm = function norm(
+  this: Tensor,
+  p: number | VectorNormOptions = 2,
+  dim?: number | number[],
+  keepdim: boolean = false,
+): Tensor {
+  if (isKeywordForm(p)) return normWith(this, p, dim !== undefined || keepdim !== false);
+  checkScalar('norm', 'p', p);
+  const list = dim === undefined ? undefined : dims('norm', this, dim);
+  return call('norm', { self: this }, () => native.norm(this._h, p, list, keepdim));
+};
+
+proto.logsumexp = function logsumexp(
+  this: Tensor,
+  dim: number | number[] | LogsumexpOptions,
+  keepdim: boolean = false,
+): Tensor {
+  if (isKeywordForm(dim)) return logsumexpWith(this, dim, keepdim !== false);
+  const list = dims('logsumexp', this, dim);
+  return call('logsumexp', { self: this }, () => native.logsumexp(this._h, list, keepdim));
+};
+
+function along(op: 'softmax' | 'logSoftmax' | 'cumsum' | 'cumprod') {
+  const run = native[op];
+  return function (this: Tensor, dim: number | AlongOptions, options?: ReduceOptions): Tensor {
+    if (isKeywordForm(dim)) return alongWith(op, this, dim, options !== undefined);
+    checkInt(op, 'dim', dim);
+    normalizeDim(op, dim, this.ndim);
+    const dtype = optionDtype(op, options);
+    return call(op, { self: this }, () => run(this._h, dim, dtype));
+  };
+}
+proto.softmax = along('softmax');
+proto.logSoftmax = along('logSoftmax');
+proto.cumsum = along('cumsum');
+proto.cumprod = along('cumprod');
+
+function truth(op: 'all' | 'any') {
+  const run = native[op];
+  return function (this: Tensor, dim?: number | ArgmaxOptions, keepdim = false): Tensor {
+    if (isKeywordForm(dim)) return oneDimWith(op, this, dim, keepdim !== false);
+    if (dim !== undefined) normalizeDim(op, dim, this.ndim);
+    return call(op, { self: this }, () => run(this._h, dim, keepdim));
+  };
+}
+proto.all = truth('all');
+proto.any = truth('any');
+
+proto.countNonzero = function countNonzero(
+  this: Tensor,
+  dim?: number | number[] | CountNonzeroOptions,
+): Tensor {
+  if (isKeywordForm(dim)) return countNonzeroWith(this, dim);
+  const list = dim === undefined ? undefined : dims('countNonzero', this, dim);
+  return call('countNonzero', { self: this }, () => native.countNonzero(this._h, list));
+};
+
+// The options forms. `more` is true when positional arguments followed the object.
+
+// sum({ dim, keepdim, dtype }) and mean alike; without dim, keepdim keeps every dim as size 1.
+function sumWith(op: 'sum' | 'mean', self: Tensor, form: object, more: boolean): Tensor {
+  noArgumentsAfter(op, more);
+  const given = keywords<SumOptions>(op, form, ['dim', 'keepdim', 'dtype']);
+  const dtype = keywordDtype(op, given.dtype);
+  const keep = keywordKeepdim(op, given.keepdim);
+  const list = keywordDims(op, self, given.dim, keep);
+  const run = native[op];
+  return call(op, { self }, () => run(self._h, list, keep, dtype));
+}
+
+function prodWith(self: Tensor, form: object, more: boolean): Tensor {
+  noArgumentsAfter('prod', more);
+  const given = keywords<ProdOptions>('prod', form, ['dim', 'keepdim', 'dtype']);
+  const dtype = keywordDtype('prod', given.dtype);
+  const keep = keywordKeepdim('prod', given.keepdim);
+  if (given.dim === undefined) {
+    if (keep) throw keepdimNeedsDim('prod');
+    return call('prod', { self }, () => native.prod(self._h, undefined, false, dtype));
+  }
+  const single = checkInt('prod', 'dim', given.dim);
+  normalizeDim('prod', single, self.ndim);
+  return call('prod', { self }, () => native.prod(self._h, single, keep, dtype));
+}
+
+function extremumWith(op: 'max' | 'min', self: Tensor, form: object, more: boolean): ValuesIndices {
+  noArgumentsAfter(op, more);
+  const given = keywords<DimOptions>(op, form, ['dim', 'keepdim']);
+  if (given.dim === undefined) {
+    throw invalidArgument(
+      op,
+      'dim',
+      `an integer: ${op}({ dim }) reduces along one dim (${op}() for all)`,
+      undefined,
+    );
+  }
+  const dim = given.dim;
+  normalizeDim(op, dim, self.ndim);
+  const keep = keywordKeepdim(op, given.keepdim);
+  const run = op === 'max' ? native.maxDim : native.minDim;
+  const [values, indices] = callMany(op, { self }, () => run(self._h, dim, keep));
+  return { values: values!, indices: indices! };
+}
+
+function amaxWith(op: 'amax' | 'amin', self: Tensor, form: object, more: boolean): Tensor {
+  noArgumentsAfter(op, more);
+  const given = keywords<AmaxOptions>(op, form, ['dim', 'keepdim']);
+  const keep = keywordKeepdim(op, given.keepdim);
+  // PyTorch's default dim=() reduces every dim.
+  const list = keywordDims(op, self, given.dim, true) ?? [];
+  const run = native[op];
+  return call(op, { self }, () => run(self._h, list, keep));
+}
+
+// argmax / argmin / all / any: one optional dim and keepdim (argmax keeps every dim as size 1
+// without one, as PyTorch's does; all and any take keepdim only with a dim).
+function oneDimWith(
+  op: 'argmax' | 'argmin' | 'all' | 'any',
+  self: Tensor,
+  form: object,
+  more: boolean,
+): Tensor {
+  noArgumentsAfter(op, more);
+  const given = keywords<ArgmaxOptions>(op, form, ['dim', 'keepdim']);
+  const keep = keywordKeepdim(op, given.keepdim);
+  const keepsWithoutDim = op === 'argmax' || op === 'argmin';
+  if (given.dim === undefined && keep && !keepsWithoutDim) throw keepdimNeedsDim(op);
+  if (given.dim !== undefined) normalizeDim(op, checkInt(op, 'dim', given.dim), self.ndim);
+  const run = native[op];
+  return call(op, { self }, () => run(self._h, given.dim, keep));
+}
+
+function spreadWith(op: 'std' | 'var', self: Tensor, form: object, more: boolean): Tensor {
+  noArgumentsAfter(op, more);
+  const given = keywords<SpreadOptions>(op, form, ['dim', 'keepdim', 'correction', 'unbiased']);
+  const keep = keywordKeepdim(op, given.keepdim);
+  const correction = spreadCorrection(op, given);
+  const list = keywordDims(op, self, given.dim, false);
+  const run = native[op];
+  return call(op, { self }, () => run(self._h, list, true, keep, correction));
+}
 
 // PyTorch takes `correction` or `unbiased`, never both; the default is Bessel's correction, 1.
 function spreadCorrection(op: string, given: SpreadOptions): number {
@@ -377,82 +459,47 @@ function spreadCorrection(op: string, given: SpreadOptions): number {
   return checkNonNegativeInteger(op, 'correction', given.correction);
 }
 
-proto.norm = function norm(
-  this: Tensor,
-  p: number | VectorNormOptions = 2,
-  dim?: number | number[],
-  keepdim: boolean = false,
-): Tensor {
-  if (isKeywordForm(p)) {
-    noArgumentsAfter('norm', dim !== undefined || keepdim !== false);
-    const given = keywords<VectorNormOptions>('norm', p, ['p', 'dim', 'keepdim', 'dtype']);
-    const order = given.p === undefined ? 2 : checkScalar('norm', 'p', given.p);
-    const keep = keywordKeepdim('norm', given.keepdim);
-    const dtype = keywordDtype('norm', given.dtype);
-    const list = given.dim === undefined ? undefined : dims('norm', this, given.dim);
-    return call('norm', { self: this }, () => native.norm(this._h, order, list, keep, dtype));
-  }
-  checkScalar('norm', 'p', p);
-  const list = dim === undefined ? undefined : dims('norm', this, dim);
-  return call('norm', { self: this }, () => native.norm(this._h, p, list, keepdim));
-};
-
-proto.logsumexp = function logsumexp(
-  this: Tensor,
-  dim: number | number[] | LogsumexpOptions,
-  keepdim: boolean = false,
-): Tensor {
-  if (isKeywordForm(dim)) {
-    noArgumentsAfter('logsumexp', keepdim !== false);
-    const given = keywords<LogsumexpOptions>('logsumexp', dim, ['dim', 'keepdim']);
-    if (given.dim === undefined) {
-      throw invalidArgument('logsumexp', 'dim', 'an integer or an array of integers', undefined);
-    }
-    const list = dims('logsumexp', this, given.dim);
-    const keep = keywordKeepdim('logsumexp', given.keepdim);
-    return call('logsumexp', { self: this }, () => native.logsumexp(this._h, list, keep));
-  }
-  const list = dims('logsumexp', this, dim);
-  return call('logsumexp', { self: this }, () => native.logsumexp(this._h, list, keepdim));
-};
-
-function along(op: 'softmax' | 'logSoftmax' | 'cumsum' | 'cumprod') {
-  const run = native[op];
-  return function (this: Tensor, dim: number | AlongOptions, options?: ReduceOptions): Tensor {
-    if (isKeywordForm(dim)) {
-      noArgumentsAfter(op, options !== undefined);
-      const given = keywords<AlongOptions>(op, dim, ['dim', 'dtype']);
-      const single = checkInt(op, 'dim', given.dim);
-      normalizeDim(op, single, this.ndim);
-      const dtype = keywordDtype(op, given.dtype);
-      return call(op, { self: this }, () => run(this._h, single, dtype));
-    }
-    checkInt(op, 'dim', dim);
-    normalizeDim(op, dim, this.ndim);
-    const dtype = optionDtype(op, options);
-    return call(op, { self: this }, () => run(this._h, dim, dtype));
-  };
+function normWith(self: Tensor, form: object, more: boolean): Tensor {
+  noArgumentsAfter('norm', more);
+  const given = keywords<VectorNormOptions>('norm', form, ['p', 'dim', 'keepdim', 'dtype'], 'p');
+  const order = given.p === undefined ? 2 : checkScalar('norm', 'p', given.p);
+  const keep = keywordKeepdim('norm', given.keepdim);
+  const dtype = keywordDtype('norm', given.dtype);
+  const list = given.dim === undefined ? undefined : dims('norm', self, given.dim);
+  return call('norm', { self }, () => native.norm(self._h, order, list, keep, dtype));
 }
-proto.softmax = along('softmax');
-proto.logSoftmax = along('logSoftmax');
-proto.cumsum = along('cumsum');
-proto.cumprod = along('cumprod');
 
-proto.all = oneDim('all');
-proto.any = oneDim('any');
-
-proto.countNonzero = function countNonzero(
-  this: Tensor,
-  dim?: number | number[] | CountNonzeroOptions,
-): Tensor {
-  if (isKeywordForm(dim)) {
-    const given = keywords<CountNonzeroOptions>('countNonzero', dim, ['dim']);
-    const list = given.dim === undefined ? undefined : dims('countNonzero', this, given.dim);
-    return call('countNonzero', { self: this }, () => native.countNonzero(this._h, list));
+function logsumexpWith(self: Tensor, form: object, more: boolean): Tensor {
+  noArgumentsAfter('logsumexp', more);
+  const given = keywords<LogsumexpOptions>('logsumexp', form, ['dim', 'keepdim']);
+  if (given.dim === undefined) {
+    throw invalidArgument('logsumexp', 'dim', 'an integer or an array of integers', undefined);
   }
-  const list = dim === undefined ? undefined : dims('countNonzero', this, dim);
-  return call('countNonzero', { self: this }, () => native.countNonzero(this._h, list));
-};
+  const list = dims('logsumexp', self, given.dim);
+  const keep = keywordKeepdim('logsumexp', given.keepdim);
+  return call('logsumexp', { self }, () => native.logsumexp(self._h, list, keep));
+}
+
+function alongWith(
+  op: 'softmax' | 'logSoftmax' | 'cumsum' | 'cumprod',
+  self: Tensor,
+  form: object,
+  more: boolean,
+): Tensor {
+  noArgumentsAfter(op, more);
+  const given = keywords<AlongOptions>(op, form, ['dim', 'dtype']);
+  const single = checkInt(op, 'dim', given.dim);
+  normalizeDim(op, single, self.ndim);
+  const dtype = keywordDtype(op, given.dtype);
+  const run = native[op];
+  return call(op, { self }, () => run(self._h, single, dtype));
+}
+
+function countNonzeroWith(self: Tensor, form: object): Tensor {
+  const given = keywords<CountNonzeroOptions>('countNonzero', form, ['dim']);
+  const list = given.dim === undefined ? undefined : dims('countNonzero', self, given.dim);
+  return call('countNonzero', { self }, () => native.countNonzero(self._h, list));
+}
 
 function keepdimNeedsDim(op: string): FlodlError {
   return new FlodlError('ERR_INVALID_ARGUMENT', 'keepdim needs a dim here', {

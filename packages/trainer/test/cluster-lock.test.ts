@@ -30,9 +30,14 @@ describe('a cluster run and its savePath', () => {
     const lock = lockPathOf(savePath);
     // Slow steps keep the run going while this process tries the same savePath.
     const running = runScript({ ...base, savePath, stepDelayMs: [150, 150] });
-    const deadline = Date.now() + 60_000;
-    while (!existsSync(lock) && Date.now() < deadline)
-      await new Promise((resolve) => setTimeout(resolve, 20));
+    let ended = false;
+    void running.then(() => {
+      ended = true;
+    });
+    // Until the launcher's lock is there with its owner written (a loaded machine starts it late).
+    const written = () => existsSync(lock) && readFileSync(lock, 'utf8').endsWith('\n');
+    while (!written() && !ended) await new Promise((resolve) => setTimeout(resolve, 20));
+    if (ended) throw new Error(`the run ended before its lock was seen: ${(await running).stderr}`);
     const holder = JSON.parse(readFileSync(lock, 'utf8'));
     expect(holder.pid).not.toBe(process.pid);
     expect(holder.op).toBe('Trainer.run');
@@ -67,5 +72,5 @@ describe('a cluster run and its savePath', () => {
     expect(resumed.stderr).toContain('ERR_CHECKPOINT');
     expect(resumed.stderr).not.toMatch(/\[rank \d\]/);
     expect(existsSync(lock)).toBe(false);
-  });
+  }, 240_000);
 });

@@ -53,13 +53,18 @@ FLODL_OP(argmin) { return c.result(at::argmin(c.tensor(0), c.optionalInteger(1),
 
 // std(t, dims?, unbiased, keepdim, correction?) / var: with a correction (the options form,
 // PyTorch's `correction=` keyword), the correction overload, whose absent dims are the whole
-// tensor and which keeps them with keepdim. libtorch 1.13 takes an integer correction (2.x a
-// Scalar, which the integer converts to).
+// tensor and which keeps them with keepdim. Its correction is c10::optional<int64_t> in
+// libtorch 1.x and c10::optional<at::Scalar> in 2.x: Correction converts to either.
+struct Correction {
+  int64_t value;
+  operator c10::optional<int64_t>() const { return value; }
+  operator c10::optional<at::Scalar>() const { return at::Scalar(value); }
+};
 #define SPREAD(NAME)                                                                          \
   FLODL_OP(NAME) {                                                                            \
     const at::Tensor& x = c.tensor(0);                                                        \
     if (!c.isAbsent(4)) {                                                                     \
-      const c10::optional<int64_t> correction = c.integer(4);                                 \
+      const Correction correction{c.integer(4)};                                              \
       if (c.isAbsent(1)) return c.result(at::NAME(x, c10::nullopt, correction, c.flag(3)));   \
       const std::vector<int64_t> dims = c.integers(1);                                        \
       return c.result(at::NAME(x, at::OptionalIntArrayRef(dims), correction, c.flag(3)));     \

@@ -2,8 +2,8 @@
 export { startRun, TrainerBuilder } from './builder.js';
 export { type EpochEvalOptions, evaluateAfterEpoch } from './epoch-eval.js';
 export { prepareExternalRank } from './external-rank.js';
-export { launchProgress } from './launch-progress.js';
 export { type TrainedRun, TrainerHandle } from './handle.js';
+export { launchProgress } from './launch-progress.js';
 export {
   type DashboardSetting,
   defaultDevices,

@@ -98,7 +98,10 @@ describe('cooperative Worker, checkpoint bundles', () => {
     const savePath = join(folder, 'locked');
     const lock = `${savePath}.lock`;
     const worker = await builder().savePath(savePath).intoWorker();
-    expect(JSON.parse(readFileSync(lock, 'utf8'))).toMatchObject({ pid: process.pid, op: 'Trainer.intoWorker' });
+    expect(JSON.parse(readFileSync(lock, 'utf8'))).toMatchObject({
+      pid: process.pid,
+      op: 'Trainer.intoWorker',
+    });
     const refused = await builder()
       .savePath(savePath)
       .intoWorker()

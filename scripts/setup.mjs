@@ -148,17 +148,17 @@ async function installWorkspace() {
     PHASES,
     `installing the workspace (pnpm install${fresh ? '; it compiles the native addon, a few minutes' : ''})`,
   );
-  let progress = '';
+  let progress = 'still installing';
   await pnpmPhase(phase, ['install', '--reporter=append-only'], 'installing dependencies', {
     lazy: !fresh,
     onLine: (line) => {
       const counts = line.match(/^Progress: (resolved .*)$/);
-      if (counts !== null) progress = `: ${counts[1]}`;
+      if (counts !== null) progress = `still installing: ${counts[1]}`;
       const addon = addonProgress(line);
-      if (addon !== undefined) progress = ' (the addon compile)';
+      if (addon !== undefined) progress = 'still compiling the addon';
       return addon;
     },
-    heartbeat: () => `still installing${progress}`,
+    heartbeat: () => progress,
   });
   phase.done();
 }

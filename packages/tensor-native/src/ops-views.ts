@@ -57,7 +57,7 @@ declare module './tensor.js' {
      * a matrix's transpose, and a new handle on the same data for 0-d and 1-d tensors. Each
      * read is a new handle, freed like any op result.
      *
-     * As PyTorch (1.11 to 2.x) does, reading it on a tensor that is neither 0-d nor 2-d still
+     * As PyTorch does (1.13 and 2.x), reading it on a tensor that is neither 0-d nor 2-d still
      * reverses the dims but warns once per process (`console.warn`): PyTorch deprecates that use
      * and means to make it an error. Use {@link Tensor.mT} for batches of matrices, or
      * `permute` to reverse the dims on purpose.

@@ -66,11 +66,7 @@ export class CooperativeTrainerBuilder<M extends AnyModule = AnyModule> extends 
         runtime,
         numEpochs: spec.options.numEpochs,
         monitor: watched,
-        evaluation: {
-          evalEvery: spec.options.evalEvery,
-          ...(spec.options.evalResultFn ? { evalResultFn: spec.options.evalResultFn } : {}),
-          evaluates: spec.options.evalFn !== undefined,
-        },
+        epochEnd: { ...spec.options, evaluates: spec.options.evalFn !== undefined },
         release: () => {
           runtime.dispose();
           optimizer.dispose();

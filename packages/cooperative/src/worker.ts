@@ -2,20 +2,19 @@
 // cadence, partitioning, averaging, callbacks and membership (floDl's cooperative tier).
 import type { EpochMetrics, EpochPlan } from '@flodl/distributed';
 import { writeDeathRecord } from '@flodl/distributed';
-import { aggregateEpochMetrics } from '@flodl/distributed/coordinator';
 import { beginScope, endScope, FlodlError, type ScopeHandle, type Tensor, tidy } from '@flodl/tensor-native';
 import type {
   AnyModule,
   Batch,
   ClusterRank,
-  EpochEvalOptions,
+  EpochEndOptions,
   EpochState,
   RankRuntime,
   RunMonitor,
   TrainedState,
   TrainStep,
 } from '@flodl/trainer';
-import { evaluateAfterEpoch, saveFinal } from '@flodl/trainer';
+import { endSingleEpoch, saveFinal } from '@flodl/trainer';
 
 /** What `step` reports: whether the coordinator ended the run (leave the loop). */
 export interface StepOutcome {
@@ -29,8 +28,11 @@ export type WorkerLink<M extends AnyModule> =
       runtime: RankRuntime<M>;
       numEpochs: number;
       monitor?: RunMonitor;
-      /** The eval after an epoch (`evalEvery`, `evalResultFn`); `evaluates`: an `evalFn` is set. */
-      evaluation: EpochEvalOptions & { evaluates: boolean };
+      /**
+       * What follows an epoch, as in the managed one-device run (`metricsFn`, the checkpoints,
+       * the eval: `evalEvery`, `evalResultFn`); `evaluates`: an `evalFn` is set.
+       */
+      epochEnd: EpochEndOptions & { evaluates: boolean };
       release: () => void;
       trainStep: TrainStep<AnyModule>;
       cudaGraph: boolean;
@@ -86,6 +88,9 @@ export class Worker<M extends AnyModule = AnyModule> {
   readonly #evals: [number, number][] = [];
   /** One device: `requestEval()` asked for an eval after the epoch in flight. */
   #evalRequested = false;
+  /** One device: the epochs ended and not polled yet, and the latest one. */
+  readonly #metrics: EpochMetrics[] = [];
+  #latestMetrics: EpochMetrics | undefined;
 
   /** @internal Use `Trainer.builder(...).intoWorker()`. */
   constructor(link: WorkerLink<M>) {
@@ -117,7 +122,7 @@ export class Worker<M extends AnyModule = AnyModule> {
     if (this.#link.kind === 'single' && this.#runtime.shutdownSeen) this.#shutdown = true;
     if (this.#shutdown) return null;
     const closed = this.#closeOpenPlan();
-    if (closed) await this.#evaluateAfter(closed);
+    if (closed) await this.#afterPlan(closed);
     this.#pendingPlan = undefined;
     this.#computeStart = undefined;
     let plan: EpochPlan | undefined;
@@ -125,6 +130,7 @@ export class Worker<M extends AnyModule = AnyModule> {
       if (this.#nextEpoch < this.#link.numEpochs) {
         plan = { epoch: this.#nextEpoch, partitionOffset: 0, partitionSize: this.#runtime.totalSamples };
         this.#nextEpoch += 1;
+        await this.#runtime.fireEpochCallback(plan.epoch);
       }
     } else {
       plan = await this.#runtime.waitForEpochPlan();
@@ -158,8 +164,8 @@ export class Worker<M extends AnyModule = AnyModule> {
       this.#state = undefined;
       if (state.shutdown) this.#shutdown = true;
       else {
-        this.#endPlan(state);
-        await this.#evaluateAfter(state);
+        this.#runtime.endEpoch(state);
+        await this.#afterPlan(state);
       }
       return null;
     }
@@ -261,7 +267,9 @@ export class Worker<M extends AnyModule = AnyModule> {
         // Saved before the open plan closes: the bundle's cursor is the batches trained so far.
         saveFinal(this.#runtime, this.#runtime.dataCursor().epoch >= link.numEpochs ? 'final' : 'stop');
       }
-      this.#closeOpenPlan();
+      const closed = this.#closeOpenPlan();
+      // A plan the loop left at finish(): its metrics, no checkpoint or eval after it.
+      if (closed) await this.#afterPlan(closed, true);
       if (link.kind === 'single') {
         try {
           return this.#runtime.finalState();
@@ -280,14 +288,20 @@ export class Worker<M extends AnyModule = AnyModule> {
     return this.#finishing;
   }
 
-  /** The latest epoch the coordinator aggregated (`undefined` on a single device). */
+  /**
+   * The latest epoch the coordinator aggregated (on one device, the latest epoch this Worker
+   * ended), `undefined` before the first.
+   */
   epochMetrics(): EpochMetrics | undefined {
-    return this.#runtime.latestMetrics;
+    return this.#link.kind === 'single' ? this.#latestMetrics : this.#runtime.latestMetrics;
   }
 
-  /** Every aggregated epoch since the last call, oldest first (always empty on a single device). */
+  /**
+   * Every aggregated epoch since the last call, oldest first (on one device, the epochs this
+   * Worker ended: what `metricsFn` got).
+   */
   pollMetrics(): EpochMetrics[] {
-    return this.#runtime.takeMetrics();
+    return this.#link.kind === 'single' ? this.#metrics.splice(0) : this.#runtime.takeMetrics();
   }
 
   /**
@@ -309,7 +323,7 @@ export class Worker<M extends AnyModule = AnyModule> {
   requestEval(): void {
     this.#checkOpen('requestEval');
     if (this.#link.kind === 'single') {
-      if (this.#link.evaluation.evaluates) this.#evalRequested = true;
+      if (this.#link.epochEnd.evaluates) this.#evalRequested = true;
       return;
     }
     this.#runtime.reportIntent('EvalNow');
@@ -381,44 +395,38 @@ export class Worker<M extends AnyModule = AnyModule> {
     dieUnfinished('the cooperative Worker was disposed without finish()');
   }
 
-  /** Closes a plan the loop left undrained; the state it closed (`undefined`: none, or a shutdown). */
+  /** Closes a plan the loop left undrained (its report sent); the state it closed (`undefined`: none, or a shutdown). */
   #closeOpenPlan(): EpochState | undefined {
     const state = this.#state;
     this.#state = undefined;
     if (!state || state.shutdown) return undefined;
-    this.#endPlan(state);
+    this.#runtime.endEpoch(state);
     return state;
   }
 
   /**
-   * One device: the eval due after the plan's epoch (`evalEvery`, or `requestEval()`), as the
-   * managed run's (`runtime.evaluate()`, the monitor, `evalResultFn`), its metric kept for
-   * `pollEval`. A cluster's eval runs where the coordinator sends it.
+   * One device: what follows the plan's epoch, as in the managed run ({@link endSingleEpoch}):
+   * its metrics (`metricsFn`, `pollMetrics`, the monitor), the checkpoints due, the eval due
+   * (`evalEvery`, or `requestEval()`), its metric kept for `pollEval`; `metricsOnly` at
+   * `finish()`. On a cluster the coordinator sends all of it where it goes.
    */
-  async #evaluateAfter(state: EpochState): Promise<void> {
+  async #afterPlan(state: EpochState, metricsOnly = false): Promise<void> {
     const link = this.#link;
     if (link.kind !== 'single') return;
     const requested = this.#evalRequested;
     this.#evalRequested = false;
-    const options = requested ? { ...link.evaluation, evalEvery: 1 } : link.evaluation;
-    await evaluateAfterEpoch(this.#runtime, options, state.epoch + 1, link.monitor, (epoch, metric) => {
-      this.#evals.push([epoch, metric]);
+    const options = metricsOnly
+      ? { metricsFn: link.epochEnd.metricsFn, evalEvery: 0 }
+      : requested
+        ? { ...link.epochEnd, evalEvery: 1 }
+        : link.epochEnd;
+    await endSingleEpoch(this.#runtime, options, state.epoch, link.monitor, {
+      metrics: (metrics) => {
+        this.#metrics.push(metrics);
+        this.#latestMetrics = metrics;
+      },
+      eval: (epoch, metric) => this.#evals.push([epoch, metric]),
     });
-  }
-
-  /** Sends the plan's report; on one device its epoch also goes to the run's monitor. */
-  #endPlan(state: EpochState): void {
-    this.#runtime.endEpoch(state);
-    const link = this.#link;
-    if (link.kind !== 'single' || !link.monitor) return;
-    const device = this.#runtime.device;
-    link.monitor.epoch(
-      aggregateEpochMetrics(state.epoch, this.#runtime.takeReports(), {
-        worldSize: 1,
-        batchShare: [1],
-        deviceIndices: [device.startsWith('cuda') ? Number(device.split(':')[1] ?? 0) : 0],
-      }),
-    );
   }
 
   #releaseBatch(): void {

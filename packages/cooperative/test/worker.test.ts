@@ -56,8 +56,12 @@ describe('cooperative Worker, one device', () => {
     expect(steps).toBe(8);
     expect(state.params.length).toBe(2);
     expect(state.buffers.length).toBe(0);
+    // One device: every epoch the Worker ended, oldest first, then none until the next.
+    const polled = worker.pollMetrics();
+    expect(polled.map((metrics) => metrics.epoch)).toEqual(polled.map((_, epoch) => epoch));
+    expect(polled.length).toBeGreaterThan(0);
+    expect(worker.epochMetrics()).toBe(polled.at(-1));
     expect(worker.pollMetrics()).toEqual([]);
-    expect(worker.epochMetrics()).toBeUndefined();
   });
 
   it('nextPlan stops after numEpochs and stays stopped', async () => {

@@ -1,6 +1,12 @@
 // The managed Trainer.
 export { startRun, TrainerBuilder } from './builder.js';
-export { type EpochEvalOptions, evaluateAfterEpoch } from './epoch-eval.js';
+export {
+  type EpochEndOptions,
+  type EpochEndSinks,
+  type EpochEvalOptions,
+  endSingleEpoch,
+  evaluateAfterEpoch,
+} from './epoch-end.js';
 export { prepareExternalRank } from './external-rank.js';
 export { type TrainedRun, TrainerHandle } from './handle.js';
 export { launchProgress } from './launch-progress.js';

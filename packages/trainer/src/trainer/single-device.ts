@@ -1,14 +1,13 @@
 // A single-device run: in-process, no coordinator; epochFn before each epoch, metrics,
 // checkpoint and eval after it.
 
-import { aggregateEpochMetrics } from '@flodl/distributed/coordinator';
 import type { Optimizer } from '@flodl/nn';
 import { type CheckpointBundle, readCheckpoint } from '../checkpoint/read.js';
 import { RankRuntime, type RuntimeStep } from '../runtime/rank-runtime.js';
 import { drainScalars } from '../runtime/scalars.js';
 import type { AnyModule } from '../runtime/types.js';
 import { buildRank, callbacksOf, warnCallback } from './build-rank.js';
-import { evaluateAfterEpoch } from './epoch-eval.js';
+import { endSingleEpoch } from './epoch-end.js';
 import type { TrainedRun, TrainerHandle } from './handle.js';
 import { openRunMonitor, type RunMonitor } from './run-monitor.js';
 import { RunSignals } from './signals.js';
@@ -90,11 +89,9 @@ export async function runSingleDevice<M extends AnyModule>(
   const options = spec.options;
   const { runtime, model, optimizer, monitor } = await createWatchedSingleRuntime(spec);
   let outcome: 'Completed' | 'Failed' = 'Failed';
-  const device = runtime.device;
   onRuntime(runtime);
   // Ctrl-C / SIGTERM: stop after the step in flight, save the stop bundle, then exit (130 / 143).
   const signals = watchSingleRunSignals(runtime, () => handle.stop(), monitor, options.handleSignals);
-  const deviceIndex = device.startsWith('cuda') ? Number(device.split(':')[1] ?? 0) : 0;
   try {
     let interruptedAt: number | undefined;
     for (let epoch = runtime.startEpoch; epoch < options.numEpochs && !stopped(); epoch++) {
@@ -105,23 +102,10 @@ export async function runSingleDevice<M extends AnyModule>(
         interruptedAt = epoch;
         break;
       }
-      const metrics = aggregateEpochMetrics(epoch, runtime.takeReports(), {
-        worldSize: 1,
-        batchShare: [1],
-        deviceIndices: [deviceIndex],
+      await endSingleEpoch(runtime, options, epoch, monitor, {
+        metrics: (metrics) => handle.pushMetrics(metrics),
+        eval: (epoch, metric) => handle.pushEval(epoch, metric),
       });
-      try {
-        options.metricsFn?.(metrics);
-      } catch (error) {
-        warnCallback('metricsFn', error);
-      }
-      handle.pushMetrics(metrics);
-      monitor.epoch(metrics);
-      const done = epoch + 1;
-      await epochCheckpoints(runtime, options, done, monitor);
-      await evaluateAfterEpoch(runtime, options, done, monitor, (epoch, metric) =>
-        handle.pushEval(epoch, metric),
-      );
       // Let the caller's metric consumers run between epochs.
       await new Promise((resolve) => setImmediate(resolve));
     }
@@ -170,31 +154,6 @@ function resumedLine<M extends AnyModule>(runtime: RankRuntime<M>): string {
   return `flodl: resumed from ${runtime.resumedFrom ?? 'a bundle'} at epoch ${cursor.epoch}, batch ${cursor.batch}`;
 }
 
-/** The checkpoints due after `done` epochs: `checkpointFn` and a bundle (`checkpointEvery`), a bundle (`checkpointAtEpoch`). */
-async function epochCheckpoints<M extends AnyModule>(
-  runtime: RankRuntime<M>,
-  options: RunSpec<M>['options'],
-  done: number,
-  monitor: RunMonitor,
-): Promise<void> {
-  const every = options.checkpointEvery !== undefined && done % options.checkpointEvery === 0;
-  if (every && options.checkpointFn) {
-    const { error } = await runtime.checkpoint(done);
-    monitor.checkpoint(done, error);
-    if (error !== undefined) warnCallback('checkpointFn', error);
-  }
-  if (options.savePath === undefined) return;
-  const atEpoch = options.checkpointAtEpoch === done;
-  if (!every && !atEpoch) return;
-  try {
-    runtime.saveBundle(every ? 'every' : 'atEpoch');
-    if (!options.checkpointFn) monitor.checkpoint(done);
-  } catch (error) {
-    if (!options.checkpointFn) monitor.checkpoint(done, messageOf(error));
-    warnCallback('checkpoint', error);
-  }
-}
-
 /** The run's last state at `savePath` (a failure is reported: the trained state is still returned). */
 export function saveFinal<M extends AnyModule>(runtime: RankRuntime<M>, reason: 'final' | 'stop'): void {
   try {
@@ -202,8 +161,4 @@ export function saveFinal<M extends AnyModule>(runtime: RankRuntime<M>, reason: 
   } catch (error) {
     warnCallback('checkpoint', error);
   }
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

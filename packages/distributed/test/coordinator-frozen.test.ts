@@ -33,3 +33,40 @@ describe('a frozen rank and the peers waiting on it (simulated ranks, fake clock
     });
   }
 });
+
+// Frozen inside the collective itself, while the peers wait in it and leave it only once the
+// frozen process is ended (a collective returns when its peer's sockets close): the peers owe
+// the round as long as the frozen rank does, so their clocks must not run out with its.
+describe('a rank frozen inside the collective (simulated ranks, fake clock)', () => {
+  for (const mode of ['NcclSync', 'NcclCadence'] as const) {
+    for (const hangAt of [800, 1_100, 1_400, 1_700, 2_000, 2_300, 2_600]) {
+      it(`${mode}: frozen in the first collective after ${hangAt} ms, only it is lost`, () => {
+        const sim = new SimulatedCluster({
+          ranks: [
+            { msPerBatch: 20, jitter: 0.1 },
+            { msPerBatch: 20, jitter: 0.1, hangInCollectiveAtMs: hangAt },
+            { msPerBatch: 20, jitter: 0.1 },
+          ],
+          coordinator: {
+            totalSamples: 12_000,
+            batchSize: 32,
+            numEpochs: 2,
+            elche: { mode },
+            heartbeatTimeoutMs: 3_000,
+          },
+          syncMs: 10,
+          reduceMs: 10,
+          tickMs: 10,
+          heartbeatMs: 200,
+          collectiveAbortMs: 1_500,
+        });
+        const result = sim.run();
+        expect(result.finished).toBe(true);
+        const lost = sim.coordinator.deathRecords().map((record) => `${record.rank} (${record.cause})`);
+        expect(lost).toHaveLength(1);
+        expect(lost[0]).toMatch(/^1 /);
+        expect(sim.coordinator.finishReason).toBe('Completed');
+      });
+    }
+  }
+});

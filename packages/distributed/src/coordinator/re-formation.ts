@@ -102,6 +102,10 @@ function shrink(core: CoordinatorCore, rank: number): void {
   core.callbacks.broadcastRoleIfDirty();
   if (core.backend === 'Nccl') {
     // Survivors abort the communicator; the lowest survivor generates the new session id.
+    // They leave a collective with the dead rank only once its process is ended: their
+    // clocks start again from this new work, not from the round they waited in.
+    const now = core.clock.now();
+    for (const survivor of core.membership.liveRanks()) core.stalls.progress(survivor, now);
     core.broadcast({ type: 'DeclareDead', rank });
     core.ncclGenerator = core.membership.liveRanks()[0];
     if (core.ncclGenerator !== undefined) core.send(core.ncclGenerator, { type: 'RequestNewNcclId' });
@@ -183,8 +187,11 @@ function watchStalls(core: CoordinatorCore, now: number): void {
   if (core.state !== 'running') return;
   // A rank that still heartbeats while a silent one owes work is most likely waiting on that
   // one (in its collective, or for its step in lockstep): the silent rank is suspected first,
-  // and the others wait until it has been dealt with.
-  const silentAfterMs = timeoutMs / 3;
+  // and the others wait until it has been dealt with. Silence counts from the rank's last
+  // message, which may come after a waiting peer's last progress (a rank frozen inside the
+  // collective it entered last): it is told apart before the least allowance (a third of the
+  // timeout) runs out.
+  const silentAfterMs = timeoutMs / 4;
   const silent = (rank: number): boolean => now - core.membership.lastSeen(rank) > silentAfterMs;
   const silentOwing = core.membership.liveRanks().some((rank) => silent(rank) && owesWork(core, rank));
   for (const rank of core.membership.liveRanks()) {
@@ -197,13 +204,15 @@ function watchStalls(core: CoordinatorCore, now: number): void {
     // may take: only heartbeat staleness applies.
     const smoothedMs = core.elChe.smoothedMs(rank);
     if (smoothedMs === undefined) continue;
+    // Waiting on a silent rank that owes work is not a stall of its own: the silent one is
+    // dealt with first (heartbeat staleness bounds that wait).
+    if (silentOwing && !silent(rank)) continue;
     const allowanceMs = core.stalls.allowanceMs(smoothedMs);
     if (stalled(rank, allowanceMs)) {
       if (core.state !== 'running') return;
       continue;
     }
     if (!core.stalls.overdue(rank, now, smoothedMs)) continue;
-    if (silentOwing && !silent(rank)) continue;
     if (!canSuspect(core)) continue;
     core.membership.suspect(rank);
     core.stalls.suspected(rank, allowanceMs);

@@ -28,6 +28,11 @@ export interface SimulatedRankSpec {
    * native call, heartbeats from the worker thread): only stall suspicion can notice.
    */
   stallAtMs?: number;
+  /**
+   * The rank stops responding (as `hangAtMs`) inside the first collective it joins at or after
+   * this time: its peers are left waiting in that collective with it (a SIGSTOP mid-reduce).
+   */
+  hangInCollectiveAtMs?: number;
   /** Eval callback duration (ms). Default 20. */
   evalMs?: number;
   /** Checkpoint callback duration (ms). Default 30. */
@@ -42,6 +47,11 @@ export interface SimulatedClusterOptions {
   coordinator: Omit<CoordinatorOptions, 'worldSize'>;
   /** NCCL collective duration once every member has joined (ms). Default 5. */
   syncMs?: number;
+  /**
+   * How long a rank inside a collective takes to leave it after a peer's `DeclareDead` (ms):
+   * the collective returns only once the dead peer's process is ended. Default 0.
+   */
+  collectiveAbortMs?: number;
   /** CPU reduce duration once every snapshot is in (ms). Default 5. */
   reduceMs?: number;
   /** Rank heartbeat period (ms). Default 1000. */
@@ -229,9 +239,13 @@ export class SimulatedCluster {
       const state = this.#ranks[addressed.rank];
       if (!state || state.gone) continue;
       if (addressed.command.type === 'DeclareDead' && state.blocked === 'collective') {
-        // The abort reaches a rank inside the collective (floDl's abort handles).
-        this.#apply(state, addressed.command);
-        this.#at(this.clock.now(), () => this.#drain(state));
+        // The abort reaches a rank inside the collective once the dead peer is ended.
+        const command = addressed.command;
+        this.#at(this.clock.now() + (this.options.collectiveAbortMs ?? 0), () => {
+          if (state.gone) return;
+          this.#apply(state, command);
+          this.#drain(state);
+        });
         continue;
       }
       state.inbox.push(addressed.command);
@@ -283,6 +297,10 @@ export class SimulatedCluster {
         if (state.inbox.some((queued) => queued.type === 'DeclareDead')) return;
         state.blocked = 'collective';
         this.#collective.add(state.rank);
+        if (state.spec.hangInCollectiveAtMs !== undefined && now >= state.spec.hangInCollectiveAtMs) {
+          this.#hang(state);
+          return;
+        }
         this.#maybeCollective();
         return;
       case 'RequestParams':

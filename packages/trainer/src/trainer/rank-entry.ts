@@ -17,6 +17,7 @@ import {
   type RunSettings,
   writeDeathRecord,
 } from '@flodl/distributed';
+import { lrScaleFactor } from '@flodl/distributed/coordinator';
 import { writeSafetensors } from '@flodl/nn';
 import { FlodlError } from '@flodl/tensor-native';
 import { readCheckpoint } from '../checkpoint/read.js';
@@ -185,7 +186,8 @@ export async function joinClusterRank<M extends AnyModule>(
     rank: role.rank,
     worldSize: role.worldSize,
     session,
-    lrScale: 1 + (role.worldSize - 1) * (options.lrScaleRatio ?? 0),
+    // floDl's default ratio is 1 (Goyal linear scaling), as the coordinator's config resolves it.
+    lrScale: lrScaleFactor(role.worldSize, options.lrScaleRatio ?? 1),
     ...(options.maxGradNorm === undefined ? {} : { maxGradNorm: options.maxGradNorm }),
     ...(scheduler ? { scheduler } : {}),
     ...(options.prefetch === undefined ? {} : { prefetch: options.prefetch }),

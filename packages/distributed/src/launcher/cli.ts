@@ -3,7 +3,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { FlodlError } from '@flodl/tensor-native';
-import { type LaunchWatch, watchLaunch } from './cli-dashboard.js';
+import type { CoordinatorHost } from '../host/coordinator-host.js';
+import { type LaunchWatch, type LaunchWatcher, watchLaunch } from './cli-dashboard.js';
 import { type LaunchResult, launch } from './launch.js';
 import {
   LAUNCH_DEVICES,
@@ -262,8 +263,22 @@ export async function runCli(argv: readonly string[], extensions: CliExtensions 
     return 0;
   }
   const controller = new AbortController();
+  // The coordinator this process hosts (node 0), once it formed: the first signal asks it to
+  // stop the ranks together (they save, as a managed run's do); before it formed, or on a
+  // second signal, the ranks are ended at once.
+  let host: CoordinatorHost | undefined;
   let received: NodeJS.Signals | undefined;
   const onSignal = (signal: NodeJS.Signals): void => {
+    if (received === undefined && host !== undefined && !host.finished) {
+      received = signal;
+      const again = signal === 'SIGINT' ? 'Ctrl-C' : 'SIGTERM';
+      process.stderr.write(
+        `flodl launch: ${signal}: stopping the ranks after their next averaging round (step ${host.coordinator.globalStep}); they save where the script gives a savePath (${again} again to end them at once)\n`,
+      );
+      host.requestStop();
+      return;
+    }
+    if (received !== undefined) process.stderr.write(`flodl launch: ${signal} again: ending the ranks now\n`);
     received ??= signal;
     controller.abort();
   };
@@ -275,38 +290,50 @@ export async function runCli(argv: readonly string[], extensions: CliExtensions 
     worldSize: options.nproc * (options.nnodes ?? 1),
     ...(options.mode ? { mode: options.mode } : {}),
   };
-  const watchers = extensions.watch ? [extensions.watch(run)] : [];
-  const watched =
-    command.dashboard === undefined && watchers.length === 0
-      ? undefined
-      : watchLaunch(
-          { ...(command.dashboard === undefined ? {} : { dashboard: command.dashboard }), watchers },
-          run,
-          (error) =>
-            process.stderr.write(
-              `flodl launch: coordinator: ${error instanceof Error ? error.message : String(error)}\n`,
-            ),
-        );
+  const stopper: LaunchWatcher = {
+    attach: (attached) => {
+      host = attached;
+    },
+    close: () => {
+      host = undefined;
+    },
+  };
+  const watchers = [stopper, ...(extensions.watch ? [extensions.watch(run)] : [])];
+  // On a node other than 0 the coordinator is elsewhere: `onServer` is never called there.
+  const watched = watchLaunch(
+    { ...(command.dashboard === undefined ? {} : { dashboard: command.dashboard }), watchers },
+    run,
+    (error) =>
+      process.stderr.write(
+        `flodl launch: coordinator: ${error instanceof Error ? error.message : String(error)}\n`,
+      ),
+  );
   let outcome: 'Completed' | 'Failed' = 'Failed';
   try {
     const result = await launch({
       prefixOutput: true,
       ...options,
-      ...(watched ? { onServer: watched.onServer } : {}),
+      onServer: watched.onServer,
       signal: controller.signal,
     });
-    if (result.interrupted) return received === 'SIGTERM' ? 143 : 130;
+    if (result.interrupted || received !== undefined) {
+      if (!result.interrupted) outcome = 'Completed';
+      return received === 'SIGTERM' ? 143 : 130;
+    }
     outcome = 'Completed';
     if (result.lost.length > 0) process.stderr.write(`${describeLost(result)}\n`);
     return 0;
   } catch (error) {
+    // Stopped by a signal: ranks that did not outlive it (a script that lets SIGINT end it)
+    // are the stop, not a failure to report.
+    if (received !== undefined) return received === 'SIGTERM' ? 143 : 130;
     const isFlodl = FlodlError.isInstance(error);
     process.stderr.write(
       `flodl: ${isFlodl ? `[${error.code}] ` : ''}${error instanceof Error ? error.message : String(error)}\n`,
     );
     return isFlodl && error.code === 'ERR_INVALID_ARGUMENT' ? 2 : 1;
   } finally {
-    await watched?.close(outcome);
+    await watched.close(outcome);
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }

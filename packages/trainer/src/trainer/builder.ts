@@ -91,11 +91,7 @@ export class TrainerBuilder<M extends AnyModule = AnyModule> {
   scheduler(factory: (optimizer: Optimizer, worldSize: number) => LRScheduler): this {
     return this.#set('scheduler', factory);
   }
-  /**
-   * Goyal linear LR scaling on a cluster: every rank's LR (the base LR, or the scheduler's output)
-   * is multiplied by `1 + (worldSize − 1)·ratio`. Default 1 (floDl's `lr_scale_ratio`: the LR
-   * grows with the world size); 0 disables scaling. One device is never scaled.
-   */
+  /** Goyal LR scaling: the LR is multiplied by `1 + (worldSize − 1)·ratio`. Default 0 (none). */
   lrScaleRatio(ratio: number): this {
     return this.#set('lrScaleRatio', ratio);
   }

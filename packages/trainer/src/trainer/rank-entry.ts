@@ -17,7 +17,6 @@ import {
   type RunSettings,
   writeDeathRecord,
 } from '@flodl/distributed';
-import { lrScaleFactor } from '@flodl/distributed/coordinator';
 import { writeSafetensors } from '@flodl/nn';
 import { FlodlError } from '@flodl/tensor-native';
 import { readCheckpoint } from '../checkpoint/read.js';
@@ -186,8 +185,7 @@ export async function joinClusterRank<M extends AnyModule>(
     rank: role.rank,
     worldSize: role.worldSize,
     session,
-    // floDl's default ratio is 1 (Goyal linear scaling), as the coordinator's config resolves it.
-    lrScale: lrScaleFactor(role.worldSize, options.lrScaleRatio ?? 1),
+    lrScale: 1 + (role.worldSize - 1) * (options.lrScaleRatio ?? 0),
     ...(options.maxGradNorm === undefined ? {} : { maxGradNorm: options.maxGradNorm }),
     ...(scheduler ? { scheduler } : {}),
     ...(options.prefetch === undefined ? {} : { prefetch: options.prefetch }),

@@ -1,7 +1,6 @@
 // The options and callbacks of the rank runtime, and what it reports.
 
-import type { DistributedSession } from '@flodl/distributed';
-import type { Metrics } from '@flodl/distributed/wire';
+import type { DistributedSession, PlanReport } from '@flodl/distributed';
 import type { LRScheduler, Optimizer } from '@flodl/nn';
 import type { Device } from '@flodl/tensor-native';
 import type { AnyModule, TrainingDataset } from './types.js';
@@ -86,4 +85,4 @@ export interface RuntimeStep {
 }
 
 /** One chunk report of a single-device run, as the coordinator would have received it. */
-export type ChunkReport = { rank: number } & Omit<Metrics, 'type'>;
+export type ChunkReport = { rank: number } & PlanReport;

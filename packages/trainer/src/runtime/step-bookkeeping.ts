@@ -1,14 +1,13 @@
 // The bookkeeping around a rank's steps: the optimizer tail (clip, scheduled LR, step), the
 // lockstep hold of the Sync modes, and a plan's report.
 
-import type { DistributedSession } from '@flodl/distributed';
-import type { Metrics } from '@flodl/distributed/wire';
+import type { PlanReport } from '@flodl/distributed';
 import { clipGradNorm, type LRScheduler, type Optimizer } from '@flodl/nn';
 import type { Tensor } from '@flodl/tensor-native';
 import { drainScalars } from './scalars.js';
 import type { EpochState } from './types.js';
 
-/** Longest lockstep wait after a plan's last step, ms (see `holdLockstep`). */
+/** Longest lockstep wait after a plan's last step, ms (see `lockstepHold`). */
 const LAST_STEP_HOLD_MS = 3000;
 
 /** What the optimizer tail reads. */
@@ -53,26 +52,21 @@ export function applySchedule(optimizer: Optimizer, tail: StepTail, lrStep: numb
  * Sync modes train in lockstep: every step is followed by its averaging round (the
  * coordinator fires one as soon as every rank has a step), so each round averages exactly
  * one step per rank and a run is a deterministic function of its seed, data and world size.
- * After a plan's last batch the wait is bounded: a rank with one batch less in the epoch
- * would hold the round back (a collective needs a step from every rank).
+ * The step point's drain holds until round `target` is applied; after a plan's last batch the
+ * hold is bounded: a rank with one batch less in the epoch would hold the round back (a
+ * collective needs a step from every rank).
  */
-export async function holdLockstep(
-  session: DistributedSession,
+export function lockstepHold(
   state: EpochState,
   batchSize: number,
   target: number,
-  follow: { stopped(): boolean; service(): Promise<void> },
-): Promise<void> {
+): { version: number; holdMs: number } {
   const last = state.batchDone >= Math.floor(state.picks.length / batchSize);
-  const deadline = last ? performance.now() + LAST_STEP_HOLD_MS : Number.POSITIVE_INFINITY;
-  while (session.version < target && !follow.stopped() && performance.now() < deadline) {
-    await session.awaitControl(deadline - performance.now());
-    await follow.service();
-  }
+  return { version: target, holdMs: last ? LAST_STEP_HOLD_MS : Number.POSITIVE_INFINITY };
 }
 
 /** The report of a closed plan (the chunk's `Metrics`), draining the scalars recorded meanwhile. */
-export function planReport(state: EpochState, batchSize: number): Omit<Metrics, 'type'> {
+export function planReport(state: EpochState, batchSize: number): PlanReport {
   const batches = state.batchDone;
   const elapsed = performance.now() - state.epochStart;
   return {

@@ -67,7 +67,6 @@ export {
 } from './modes.js';
 export * from './monitor/index.js';
 export { RankClient, type RankClientOptions, type WaitForOptions } from './rank/client.js';
-export { type PlanReport, RankLink, type RankLinkOptions } from './rank/link.js';
 export {
   type AveragedEvent,
   collectiveBackendFor,
@@ -90,10 +89,6 @@ export {
   type EpochPlan,
   INTENTS,
   type IntentKind,
-  type Metrics,
-  type RankMessage,
   SAVE_REASONS,
   type SaveReason,
 } from './wire/messages.js';
-export { secretFromHex } from './wire/secret.js';
-export { ControlServer, type ControlServerOptions } from './wire/server.js';

@@ -70,8 +70,8 @@ export class AveragingHost {
   /** Attaches a driver to `server`. */
   static attach(server: ControlServer, options: AveragingHostOptions): AveragingHost {
     const host = new AveragingHost(server, options);
-    server.on('rankConnected', (rank, hello) => {
-      host.#joins.connected(rank, hello);
+    server.on('rankConnected', (rank) => {
+      host.#joins.connected(rank);
       host.#maybeJoin(rank);
     });
     server.on('dataChannel', (rank) => host.#maybeJoin(rank));

@@ -205,7 +205,7 @@ export class CoordinatorHost {
         },
       });
       host.#listen();
-      host.#onConnected(rank, hello); // this event was emitted before the host listened
+      host.#onConnected(rank); // this event was emitted before the host listened
       onAttached?.(host, settings);
     };
     server.on('rankConnected', onConnected);
@@ -213,10 +213,10 @@ export class CoordinatorHost {
 
   #listen(): void {
     const server = this.server;
-    server.on('rankConnected', (rank, hello) => this.#onConnected(rank, hello));
+    server.on('rankConnected', (rank) => this.#onConnected(rank));
     server.on('dataChannel', (rank) => this.#maybeJoin(rank));
     server.on('message', (rank, message) => {
-      // Host modes: a setup connection (data channel opener) is not the rank yet.
+      // Host modes: a session's bootstrap connection (data channel opener) is not the rank yet.
       if (!this.#joins.has(rank)) return;
       if (message.type === 'SnapshotReady') this.#onSnapshot(rank, message.version);
       this.feed({ ...message, rank } as CoordinatorInput);
@@ -234,8 +234,8 @@ export class CoordinatorHost {
     this.#timer.unref?.();
   }
 
-  #onConnected(rank: number, hello: Hello): void {
-    this.#joins.connected(rank, hello);
+  #onConnected(rank: number): void {
+    this.#joins.connected(rank);
     this.#maybeJoin(rank);
   }
 

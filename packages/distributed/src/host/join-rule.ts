@@ -1,9 +1,6 @@
 // When a rank's connections make it a member of the run, on the launcher side: a control
-// connection in collective modes; in host modes its data channel too (a rank's link opens it
-// before its control connection). A setup connection (`BOOTSTRAP_CAPABILITY`, which a client
-// may use to open the data channel first) does not count: the rank joins on its next one.
-import { BOOTSTRAP_CAPABILITY } from '../wire/handshake.js';
-import type { Hello } from '../wire/messages.js';
+// connection in collective modes; in host modes its data channel too, opened on a bootstrap
+// control connection before the RankClient connects (the rank joins on that second one).
 import type { ControlServer } from '../wire/server.js';
 
 /** Tracks each rank's connections and says when it joins (the same rule for every host). */
@@ -16,9 +13,8 @@ export class JoinRule {
     private readonly collective: boolean,
   ) {}
 
-  /** A control connection of `rank` completed its handshake (`hello`: its Hello). */
-  connected(rank: number, hello: Hello): void {
-    if (hello.capabilities.includes(BOOTSTRAP_CAPABILITY)) return;
+  /** A control connection of `rank` completed its handshake. */
+  connected(rank: number): void {
     this.#connects.set(rank, (this.#connects.get(rank) ?? 0) + 1);
   }
 
@@ -44,7 +40,7 @@ export class JoinRule {
   /** Joins `rank` when its connections are complete; true when it joined now. */
   tryJoin(rank: number): boolean {
     if (this.#joined.has(rank) || !this.server.connectedRanks().includes(rank)) return false;
-    if (!this.collective && (!this.server.dataChannelOf(rank) || (this.#connects.get(rank) ?? 0) < 1)) {
+    if (!this.collective && (!this.server.dataChannelOf(rank) || (this.#connects.get(rank) ?? 0) < 2)) {
       return false;
     }
     this.#joined.add(rank);

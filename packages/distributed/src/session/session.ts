@@ -10,8 +10,10 @@ import { CollectiveBackend, joinGroup } from '../averaging/backends/collective.j
 import { HostBackend } from '../averaging/backends/host.js';
 import { windowMass } from '../averaging/host.js';
 import { isCollectiveMode, LAUNCH_MODES, type LaunchMode } from '../modes.js';
-import { RankLink } from '../rank/link.js';
+import { RankClient } from '../rank/client.js';
+import { ControlClient } from '../wire/client.js';
 import type { DataChannel } from '../wire/data-channel.js';
+import { BOOTSTRAP_CAPABILITY } from '../wire/handshake.js';
 import { livenessFromEnv } from '../wire/liveness.js';
 import type { CoordinatorMessage, SaveReason } from '../wire/messages.js';
 import { resolveRunSecret } from '../wire/secret.js';
@@ -126,8 +128,7 @@ export class DistributedSession {
     readonly mode: LaunchMode,
     readonly rank: number,
     readonly worldSize: number,
-    /** The rank's link to its coordinator (shared with the training runtime). */
-    readonly control: RankLink,
+    readonly control: RankClient,
     join: { group: ProcessGroup } | { data: DataChannel },
     private readonly options: SessionOptions,
     private readonly timeoutMs: number,
@@ -163,10 +164,9 @@ export class DistributedSession {
 
   /**
    * Joins the run this process was launched into (`FLODL_RANK`, `FLODL_WORLD_SIZE`,
-   * `FLODL_COORDINATOR`, `FLODL_SECRET`, `FLODL_MODE`): connects the rank's link once (its
-   * control connection, and the data channel in host modes), joins the process group
-   * (collective modes), and waits for formation (the coordinator's first `StartEpoch` or
-   * `SetGlobalStep`).
+   * `FLODL_COORDINATOR`, `FLODL_SECRET`, `FLODL_MODE`): connects the control client, opens
+   * the data channel (host modes) or the process group (collective modes), and waits for
+   * formation (the coordinator's first `StartEpoch` or `SetGlobalStep`).
    *
    * @throws FlodlError ERR_INVALID_ARGUMENT when the role is missing or malformed
    */
@@ -191,18 +191,32 @@ export class DistributedSession {
     const coordinator = env.FLODL_COORDINATOR ?? '';
     const timeoutMs = options.timeoutMs ?? livenessFromEnv().sessionTimeoutMs;
     const secret = resolveRunSecret();
-    // One connect: the control connection, and in host modes the data channel beside it.
-    const control = await RankLink.connect({
+    let data: DataChannel | undefined;
+    if (!isCollectiveMode(mode)) {
+      // RankClient has no data channel: a short-lived ControlClient opens it, then hands
+      // the control channel over to the RankClient (the host joins the rank on the second).
+      const split = coordinator.lastIndexOf(':');
+      const bootstrap = await ControlClient.connect({
+        host: coordinator.slice(0, split).replace(/^\[|\]$/g, ''),
+        port: Number(coordinator.slice(split + 1)),
+        secret,
+        rank,
+        worldSize,
+        connectTimeoutMs: timeoutMs,
+        capabilities: [BOOTSTRAP_CAPABILITY, ...(options.capabilities ?? [])],
+      });
+      data = await bootstrap.openDataChannel();
+      await bootstrap.close();
+    }
+    const control = await RankClient.connect({
       coordinator,
       rank,
       worldSize,
       secret,
       connectTimeoutMs: timeoutMs,
-      dataChannel: !isCollectiveMode(mode),
       ...(options.workerUrl ? { workerUrl: options.workerUrl } : {}),
       ...(options.capabilities ? { capabilities: options.capabilities } : {}),
     });
-    const data = control.data;
     let join: { group: ProcessGroup } | { data: DataChannel } | undefined = data && { data };
     if (isCollectiveMode(mode)) {
       const port = options.processGroupPort ?? Number(env[PROCESS_GROUP_PORT_ENV]);
@@ -251,21 +265,9 @@ export class DistributedSession {
 
   /** Reports the step(s) just taken and follows every control message that arrived. */
   async afterStep(report: StepReport): Promise<void> {
-    this.#report(report, `${OP}.afterStep`);
-    await this.drain();
-  }
-
-  /**
-   * Reports the step(s) just taken and follows nothing yet: for a loop whose step point
-   * drains once on its own, after what it sends with the report (see `drain`).
-   */
-  reportStep(report: StepReport): void {
-    this.#report(report, `${OP}.reportStep`);
-  }
-
-  #report(report: StepReport, op: string): void {
     const steps = report.steps ?? 1;
-    if (!Number.isInteger(steps) || steps < 1) throw invalidArgument(op, 'steps', 'an integer ≥ 1', steps);
+    if (!Number.isInteger(steps) || steps < 1)
+      throw invalidArgument(`${OP}.afterStep`, 'steps', 'an integer ≥ 1', steps);
     const now = performance.now();
     this.#stepCount += steps;
     this.#windowSteps += steps;
@@ -277,6 +279,7 @@ export class DistributedSession {
       ...(report.paramNorm === undefined ? {} : { paramNorm: report.paramNorm }),
     });
     this.#lastReport = now;
+    await this.drain();
   }
 
   /**

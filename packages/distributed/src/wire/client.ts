@@ -199,7 +199,18 @@ export class ControlClient {
    * @throws as `connect`
    */
   openDataChannel(options: DataChannelOptions = {}): Promise<DataChannel> {
-    return dataChannelOn(this.options, options);
+    return openConnection(
+      { ...this.options, capabilities: [...this.options.capabilities, BULK_MAC_CAPABILITY] },
+      'data',
+      DATA_KINDS,
+      'on a data channel',
+      (connection, welcome) => {
+        // The coordinator echoes the bulk tag when it speaks it; otherwise HMAC stays on every frame.
+        if (welcome.capabilities.includes(BULK_MAC_CAPABILITY))
+          connection.useBulkMac(MessageKind.TensorChunk);
+        return new DataChannel(connection, this.options.rank, options);
+      },
+    );
   }
 
   /**
@@ -312,34 +323,6 @@ function resolveOptions(options: ControlClientOptions): Resolved {
  * Connects (with retries) and runs the handshake of one channel; `attach` builds the
  * channel's consumer synchronously with the `Welcome`, before any later frame is read.
  */
-/**
- * Opens a rank's data channel to the coordinator on its own (a rank whose control channel
- * lives elsewhere, as `RankLink`'s does in a worker): a connection with its own handshake and
- * keys, announcing `options.capabilities` as the control channel's `Hello` does.
- *
- * @throws as `ControlClient.connect`
- */
-export function openDataChannel(
-  options: ControlClientOptions,
-  channel: DataChannelOptions = {},
-): Promise<DataChannel> {
-  return dataChannelOn(resolveOptions(options), channel);
-}
-
-function dataChannelOn(options: Resolved, channel: DataChannelOptions): Promise<DataChannel> {
-  return openConnection(
-    { ...options, capabilities: [...options.capabilities, BULK_MAC_CAPABILITY] },
-    'data',
-    DATA_KINDS,
-    'on a data channel',
-    (connection, welcome) => {
-      // The coordinator echoes the bulk tag when it speaks it; otherwise HMAC stays on every frame.
-      if (welcome.capabilities.includes(BULK_MAC_CAPABILITY)) connection.useBulkMac(MessageKind.TensorChunk);
-      return new DataChannel(connection, options.rank, channel);
-    },
-  );
-}
-
 async function openConnection<T>(
   options: Resolved,
   channel: ChannelName,

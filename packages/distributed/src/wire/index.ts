@@ -1,6 +1,6 @@
 // wire: authenticated frames, the message codec, the coordinator's server, the rank's client
 // and the data channel of the host-averaging modes.
-export { ControlClient, type ControlClientOptions, openDataChannel } from './client.js';
+export { ControlClient, type ControlClientOptions } from './client.js';
 export {
   ALL_KINDS,
   decodeMessage,

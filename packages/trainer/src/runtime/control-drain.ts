@@ -1,13 +1,8 @@
 // The rank's side of the control channel: what the coordinator said, followed at step points
 // (plans, roles, global step, throttling, callbacks, aggregated metrics, shutdown).
 
-import type {
-  CoordinatorMessage,
-  DistributedSession,
-  EpochMetrics,
-  EpochPlan,
-  SaveReason,
-} from '@flodl/distributed';
+import type { CoordinatorMessage, DistributedSession, EpochMetrics, EpochPlan } from '@flodl/distributed';
+import type { SaveReason } from '@flodl/distributed/wire';
 
 /** A callback's outcome, as the coordinator hears it. */
 export interface CallbackOutcome {
@@ -37,19 +32,9 @@ export interface ControlHost {
 }
 
 /**
- * A hold of the Sync modes' lockstep: until round `version` is applied, for at most `holdMs`
- * from the moment the step point's messages are followed (see `lockstepHold` in step-bookkeeping).
- */
-export interface LockstepHold {
-  version: number;
-  holdMs: number;
-}
-
-/**
  * Queues what the coordinator sends (`receive`, from the session's `onControl`) and follows it
  * when the runtime services control: between steps and while idle between plans, so a
- * `SyncNow` is never left waiting on a rank that is blocked elsewhere. `service` is a step
- * point's one drain of the rank's link: the holds (a Throttle's, the lockstep's) wait inside it.
+ * `SyncNow` is never left waiting on a rank that is blocked elsewhere.
  */
 export class ControlDrain {
   /** Plans handed out and not begun yet, oldest first. */
@@ -80,33 +65,19 @@ export class ControlDrain {
     this.#inbox.push(message);
   }
 
-  /**
-   * Follows every message that arrived, then holds while throttled (until the next round or
-   * the end), then, given a `lockstep` hold, until its round is applied (or the hold is up).
-   */
-  async service(session: DistributedSession, stopped: () => boolean, lockstep?: LockstepHold): Promise<void> {
-    await this.#follow(session);
-    if (this.#throttled) {
-      // Throttle: hold until the next averaging round (or the end of the run).
-      const version = this.#throttledAt;
-      while (session.version === version && !stopped()) {
-        await session.awaitControl();
-        await this.#follow(session);
-      }
-      this.#throttled = false;
-    }
-    if (lockstep === undefined) return;
-    const deadline = performance.now() + lockstep.holdMs;
-    while (session.version < lockstep.version && !stopped() && performance.now() < deadline) {
-      await session.awaitControl(deadline - performance.now());
-      await this.service(session, stopped);
-    }
-  }
-
-  /** The session follows what arrived (averaging, and the rest handed here); then the inbox is followed. */
-  async #follow(session: DistributedSession): Promise<void> {
+  /** Follows every message that arrived, then holds while throttled (until the next round or the end). */
+  async service(session: DistributedSession, stopped: () => boolean): Promise<void> {
     await session.drain();
     await this.#handleInbox(session);
+    if (!this.#throttled) return;
+    // Throttle: hold until the next averaging round (or the end of the run).
+    const version = this.#throttledAt;
+    while (session.version === version && !stopped()) {
+      await session.awaitControl();
+      await session.drain();
+      await this.#handleInbox(session);
+    }
+    this.#throttled = false;
   }
 
   async #handleInbox(session: DistributedSession): Promise<void> {
@@ -117,7 +88,8 @@ export class ControlDrain {
     if (!this.#stopSave) return;
     this.#stopSave = false;
     // What came behind the stop in its round (the SetGlobalStep) is taken in first.
-    await this.#follow(session);
+    await session.drain();
+    await this.#handleInbox(session);
     await this.#host.saveAtStop();
   }
 
@@ -155,7 +127,8 @@ export class ControlDrain {
       case 'ExecuteEvalCallback': {
         if (message.targetRank !== host.rank || !host.evaluates) return;
         const result = await host.evaluate();
-        session.control.evalResult({
+        session.control.send({
+          type: 'EvalResult',
           scheduleId: message.scheduleId,
           epoch: message.epoch,
           metric: result.metric,
@@ -170,7 +143,8 @@ export class ControlDrain {
           return;
         }
         const result = await host.checkpoint(message.version);
-        session.control.checkpointResult({
+        session.control.send({
+          type: 'CheckpointResult',
           version: message.version,
           elapsedMs: result.elapsedMs,
           ...(result.error === undefined ? {} : { error: result.error }),

@@ -25,7 +25,7 @@ import { type BundlePlace, restoreRank, saveClusterBundle, saveRankBundle } from
 import { checkpointAndBundle, runCheckpoint, runEval } from './runtime-callbacks.js';
 import type { ChunkReport, RankRuntimeOptions } from './runtime-options.js';
 import { loadState, paramNorm as normOf, snapshotState } from './snapshots.js';
-import { applySchedule, lockstepHold, planReport, stepOptimizer } from './step-bookkeeping.js';
+import { applySchedule, holdLockstep, planReport, stepOptimizer } from './step-bookkeeping.js';
 import { messageOf, runTrainStep } from './train-step.js';
 import type { AnyModule, EpochState, TrainedState, TrainingDataset, TrainStep } from './types.js';
 
@@ -225,7 +225,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       return;
     }
     const paramNorm = (this.stepsSinceAvg + 1) % 10 === 0 ? normOf(this.#parameters) : undefined;
-    session.reportStep({
+    await session.afterStep({
       loss,
       batchMs: ms,
       dataMs: state.lastDataMs,
@@ -238,15 +238,15 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
     const lr = this.optimizer.getLr();
     if (lr !== this.#lastLr) {
       this.#lastLr = lr;
-      session.control.lrUpdate(lr);
+      session.control.send({ type: 'LrUpdate', lr });
     }
-    // The step point's one drain (averaging happens here); the Sync modes hold in it until
-    // this step's round is applied.
-    await this.#control.service(
-      session,
-      () => this.shutdownSeen,
-      this.#lockstep ? lockstepHold(state, this.batchSize, this.#roundsHeld + 1) : undefined,
-    );
+    await this.serviceControl();
+    if (this.#lockstep) {
+      await holdLockstep(session, state, this.batchSize, this.#roundsHeld + 1, {
+        stopped: () => this.shutdownSeen,
+        service: () => this.serviceControl(),
+      });
+    }
     this.#roundsHeld = session.version;
     if (this.shutdownSeen) state.shutdown = true;
   }
@@ -288,7 +288,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
     if (state.shutdown) return;
     this.#cursor.closed(state);
     const report = planReport(state, this.batchSize);
-    if (this.session) this.session.control.reportPlan(report);
+    if (this.session) this.session.control.metrics(report);
     else this.#reports.push({ rank: this.rank, ...report });
   }
 
@@ -548,6 +548,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       const plan = this.#control.plans.shift();
       if (plan) return plan;
       if (this.shutdownSeen) return undefined;
+      await session.drain();
       await session.awaitControl();
     }
   }
@@ -567,7 +568,7 @@ export class RankRuntime<M extends AnyModule = AnyModule> {
       worldSize: this.worldSize,
       setLr: (lr) => this.optimizer.setLr(lr),
     });
-    this.session?.control.epochFnElapsed(epoch, performance.now() - started);
+    this.session?.control.send({ type: 'EpochFnElapsed', epoch, elapsedMs: performance.now() - started });
   }
 
   /** Asks the coordinator for an eval or a checkpoint at the next coherent boundary (a no-op alone). */

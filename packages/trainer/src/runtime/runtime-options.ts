@@ -1,6 +1,7 @@
 // The options and callbacks of the rank runtime, and what it reports.
 
-import type { DistributedSession, PlanReport } from '@flodl/distributed';
+import type { DistributedSession } from '@flodl/distributed';
+import type { Metrics } from '@flodl/distributed/wire';
 import type { LRScheduler, Optimizer } from '@flodl/nn';
 import type { Device } from '@flodl/tensor-native';
 import type { AnyModule, TrainingDataset } from './types.js';
@@ -85,4 +86,4 @@ export interface RuntimeStep {
 }
 
 /** One chunk report of a single-device run, as the coordinator would have received it. */
-export type ChunkReport = { rank: number } & PlanReport;
+export type ChunkReport = { rank: number } & Omit<Metrics, 'type'>;

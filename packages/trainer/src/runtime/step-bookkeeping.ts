@@ -1,13 +1,14 @@
 // The bookkeeping around a rank's steps: the optimizer tail (clip, scheduled LR, step), the
 // lockstep hold of the Sync modes, and a plan's report.
 
-import type { PlanReport } from '@flodl/distributed';
+import type { DistributedSession } from '@flodl/distributed';
+import type { Metrics } from '@flodl/distributed/wire';
 import { clipGradNorm, type LRScheduler, type Optimizer } from '@flodl/nn';
 import type { Tensor } from '@flodl/tensor-native';
 import { drainScalars } from './scalars.js';
 import type { EpochState } from './types.js';
 
-/** Longest lockstep wait after a plan's last step, ms (see `lockstepHold`). */
+/** Longest lockstep wait after a plan's last step, ms (see `holdLockstep`). */
 const LAST_STEP_HOLD_MS = 3000;
 
 /** What the optimizer tail reads. */
@@ -52,21 +53,26 @@ export function applySchedule(optimizer: Optimizer, tail: StepTail, lrStep: numb
  * Sync modes train in lockstep: every step is followed by its averaging round (the
  * coordinator fires one as soon as every rank has a step), so each round averages exactly
  * one step per rank and a run is a deterministic function of its seed, data and world size.
- * The step point's drain holds until round `target` is applied; after a plan's last batch the
- * hold is bounded: a rank with one batch less in the epoch would hold the round back (a
- * collective needs a step from every rank).
+ * After a plan's last batch the wait is bounded: a rank with one batch less in the epoch
+ * would hold the round back (a collective needs a step from every rank).
  */
-export function lockstepHold(
+export async function holdLockstep(
+  session: DistributedSession,
   state: EpochState,
   batchSize: number,
   target: number,
-): { version: number; holdMs: number } {
+  follow: { stopped(): boolean; service(): Promise<void> },
+): Promise<void> {
   const last = state.batchDone >= Math.floor(state.picks.length / batchSize);
-  return { version: target, holdMs: last ? LAST_STEP_HOLD_MS : Number.POSITIVE_INFINITY };
+  const deadline = last ? performance.now() + LAST_STEP_HOLD_MS : Number.POSITIVE_INFINITY;
+  while (session.version < target && !follow.stopped() && performance.now() < deadline) {
+    await session.awaitControl(deadline - performance.now());
+    await follow.service();
+  }
 }
 
 /** The report of a closed plan (the chunk's `Metrics`), draining the scalars recorded meanwhile. */
-export function planReport(state: EpochState, batchSize: number): PlanReport {
+export function planReport(state: EpochState, batchSize: number): Omit<Metrics, 'type'> {
   const batches = state.batchDone;
   const elapsed = performance.now() - state.epochStart;
   return {

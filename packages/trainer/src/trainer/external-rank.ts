@@ -5,13 +5,12 @@
 // rendezvouses on the next port.
 import { type ChildProcess, spawn } from 'node:child_process';
 import {
-  ControlServer,
   CoordinatorHost,
   type CoordinatorNotice,
   PROCESS_GROUP_PORT_ENV,
   RunSettingsGate,
-  secretFromHex,
 } from '@flodl/distributed';
+import { ControlServer, secretFromHex } from '@flodl/distributed/wire';
 import { FlodlError } from '@flodl/tensor-native';
 import { createProgress } from '../progress/progress.js';
 import type { AnyModule } from '../runtime/types.js';

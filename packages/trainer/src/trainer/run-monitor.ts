@@ -8,10 +8,10 @@ import {
   type Dashboard,
   type EpochMetrics,
   observe,
-  type RankMessage,
   RunRecorder,
   startDashboard,
 } from '@flodl/distributed';
+import type { RankMessage } from '@flodl/distributed/wire';
 import { rankViews } from '../progress/cluster.js';
 import { createProgress, type Progress } from '../progress/progress.js';
 import type { RuntimeStep } from '../runtime/rank-runtime.js';

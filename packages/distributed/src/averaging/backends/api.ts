@@ -1,6 +1,6 @@
 // The interface every averaging backend implements, and what it may use of the session.
 import type { Module } from '@flodl/nn';
-import type { RankLink } from '../../rank/link.js';
+import type { RankClient } from '../../rank/client.js';
 import type { CoordinatorMessage, NewNcclSession } from '../../wire/messages.js';
 import type { HostTensor } from '../host.js';
 
@@ -35,8 +35,8 @@ export interface AveragedEvent {
  */
 export interface AveragingContext {
   readonly model: Module;
-  /** The rank's link, for the round's replies (`SyncAck`, `SnapshotReady`, re-formation) and the hold's polls. */
-  readonly control: Pick<RankLink, 'syncAck' | 'snapshotReady' | 'rendezvousMinted' | 'poll'>;
+  /** The rank's control channel, for the round's replies (`SyncAck`, `SnapshotReady`, re-formation). */
+  readonly control: Pick<RankClient, 'send' | 'syncAck' | 'poll'>;
   /** Bound on every wait of a round (collective, consensus), ms. */
   readonly timeoutMs: number;
   /** Version of the last round applied to the model. */
@@ -91,7 +91,7 @@ export interface AveragingBackend {
   reform(message: NewNcclSession): void;
   /** Collective backends: process groups formed after deaths. */
   readonly reformations: number;
-  /** Frees what the backend holds (its process group, its pinned buffers). Idempotent. */
+  /** Frees what the backend holds (group, channel, pinned buffers). Idempotent. */
   close(): void;
 }
 

@@ -129,7 +129,7 @@ export class CollectiveBackend implements AveragingBackend {
   async #mintRendezvous(): Promise<void> {
     const host = this.options.processGroupHost;
     const port = await freePortOn(host);
-    this.context.control.rendezvousMinted(encodeRendezvous({ host, port }));
+    this.context.control.send({ type: 'NewNcclIdGenerated', uidBytes: encodeRendezvous({ host, port }) });
   }
 
   #syncNow(): void {

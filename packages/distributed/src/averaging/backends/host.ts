@@ -12,7 +12,7 @@ const OP = 'DistributedSession';
 
 /** Options of {@link HostBackend}. */
 export interface HostBackendOptions {
-  /** The data channel to the coordinator host, opened at join (the rank's link owns and closes it). */
+  /** The data channel to the coordinator host, opened at join. */
   data: DataChannel;
   /**
    * CpuAsync: the rank keeps training after its snapshot and takes the consensus when it
@@ -64,6 +64,7 @@ export class HostBackend implements AveragingBackend {
   reform(): void {}
 
   close(): void {
+    this.options.data.close();
     releaseSnapshotBuffers(this.context.model);
   }
 
@@ -72,7 +73,7 @@ export class HostBackend implements AveragingBackend {
     const window = context.closeWindow(version);
     // Bytes kept for the model: sent before the next round's snapshot writes them again.
     await this.options.data.send(version, snapshotContribution(context.model, window.mass));
-    context.control.snapshotReady(version);
+    context.control.send({ type: 'SnapshotReady', version });
     this.#pendingWindow = window;
     if (this.options.async) return;
     // CpuSync / CpuCadence: hold until the consensus is in, so every rank leaves the round equal.

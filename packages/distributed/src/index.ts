@@ -4,8 +4,8 @@
 // coordinator's internals (frames, codecs, tuning constants, the state machine) are at
 // `@flodl/distributed/wire` and `@flodl/distributed/coordinator`.
 
-export { freePortOn } from './averaging/backends/rendezvous.js';
-export type { ElCheConfigOptions, SpeedHint } from './coordinator/config.js';
+export type { ElCheConfigOptions, ElCheMode, SpeedHint } from './coordinator/config.js';
+export { isChunkedMode } from './coordinator/config.js';
 export type { CoordinatorOptions } from './coordinator/coordinator-config.js';
 export type { ElCheState } from './coordinator/el-che/el-che.js';
 export type {
@@ -46,7 +46,9 @@ export {
 export { type LaunchResult, launch } from './launcher/launch.js';
 export {
   LAUNCH_DEVICES,
+  LAUNCH_MODES,
   type LaunchDevice,
+  type LaunchMode,
   type LaunchOptions,
   type LaunchServerLimits,
 } from './launcher/options.js';
@@ -58,19 +60,14 @@ export type {
   RankProcessInfo,
   StopRankOptions,
 } from './launcher/run.js';
-export {
-  type ElCheMode,
-  isChunkedMode,
-  isCollectiveMode,
-  LAUNCH_MODES,
-  type LaunchMode,
-} from './modes.js';
 export * from './monitor/index.js';
 export { RankClient, type RankClientOptions, type WaitForOptions } from './rank/client.js';
+export { freePortOn } from './session/rendezvous.js';
 export {
   type AveragedEvent,
   collectiveBackendFor,
   DistributedSession,
+  isCollectiveMode,
   PROCESS_GROUP_PORT_ENV,
   type SessionOptions,
   type StepReport,

@@ -1,6 +1,5 @@
 // averaging: the mass law over tensors (host root and collective paths) and EASGD.
 
-export * from './backends/index.js';
 export { type CollectiveResult, collectiveAverage, releaseCollectiveBuffers } from './collective.js';
 export {
   bufferWeight,

@@ -1,5 +1,4 @@
 import { FlodlError, invalidArgument } from '@flodl/tensor-native';
-import { backendOf, EL_CHE_MODES, type ElCheMode } from '../modes.js';
 import {
   checkBoolean,
   checkInteger,
@@ -9,16 +8,50 @@ import {
   rejectUnknownKeys,
 } from './validate.js';
 
-// The mode vocabulary lives in ../modes.ts; re-exported here for the coordinator's users.
-export {
-  type ApplyPolicy,
-  type AverageBackend,
-  backendOf,
-  EL_CHE_MODES,
-  type ElCheMode,
-  isChunkedMode,
-  policyOf,
-} from '../modes.js';
+/**
+ * The five averaging modes of floDl 0.7.0 (`ElCheMode`). The first word is the backend
+ * (`Nccl`: an in-place device collective; `Cpu`: parameters averaged by mass on the
+ * coordinator host), the second the policy (when to average).
+ */
+export type ElCheMode = 'NcclSync' | 'NcclCadence' | 'CpuSync' | 'CpuCadence' | 'CpuAsync';
+
+/** Every {@link ElCheMode}, in floDl's order. */
+export const EL_CHE_MODES: readonly ElCheMode[] = [
+  'NcclSync',
+  'NcclCadence',
+  'CpuSync',
+  'CpuCadence',
+  'CpuAsync',
+];
+
+/**
+ * True for the modes whose coordinator hands out each epoch in chunks as the ranks ask
+ * (progressive dispatch, `CoordinatorOptions.progressive`'s default): every mode but the Sync
+ * ones, which split each epoch into whole partitions.
+ */
+export function isChunkedMode(mode: ElCheMode): boolean {
+  return !mode.endsWith('Sync');
+}
+
+/**
+ * When to average (floDl `ApplyPolicy`): `Sync` after every step, `Cadence` when the slowest
+ * rank has spent the anchor's wall time, `Async` when every rank has done its batch count.
+ */
+export type ApplyPolicy = 'Sync' | 'Cadence' | 'Async';
+
+/** How to average (floDl `AverageBackend`). */
+export type AverageBackend = 'Nccl' | 'Cpu';
+
+/** The policy half of a mode. */
+export function policyOf(mode: ElCheMode): ApplyPolicy {
+  if (mode.endsWith('Sync')) return 'Sync';
+  return mode.endsWith('Cadence') ? 'Cadence' : 'Async';
+}
+
+/** The backend half of a mode. */
+export function backendOf(mode: ElCheMode): AverageBackend {
+  return mode.startsWith('Nccl') ? 'Nccl' : 'Cpu';
+}
 
 /** Which convergence guard watches divergence: floDl's `LevelGuard` (`TrendGuard`) or `NoGuard`. */
 export type ConvergenceGuardKind = 'level' | 'none';

@@ -1,4 +1,3 @@
-import { type ApplyPolicy, type AverageBackend, backendOf, policyOf } from '../modes.js';
 import type { SaveReason } from '../wire/messages.js';
 import { DivergenceSlots } from './averaging/cycle.js';
 import type { MassLedger } from './averaging/mass-law.js';
@@ -7,6 +6,7 @@ import type { AveragingGate } from './averaging/triggers.js';
 import { WindowLedger } from './averaging/window-ledger.js';
 import { CallbackScheduler } from './callbacks.js';
 import type { Clock } from './clock.js';
+import { type ApplyPolicy, type AverageBackend, backendOf, policyOf } from './config.js';
 import {
   type CoordinatorConfig,
   type CoordinatorOptions,

@@ -1,5 +1,6 @@
 import { FlodlError } from '@flodl/tensor-native';
-import { isCollectiveMode, type LaunchMode } from '../modes.js';
+import type { LaunchMode } from '../launcher/options.js';
+import { isCollectiveMode } from '../session/session.js';
 import type { ControlServer } from '../wire/server.js';
 import { ConsensusPool, type FoldedRound, foldAndSend } from './host-reduce.js';
 import { type HostRound, historyLimitOf, pushBounded } from './host-round.js';

@@ -12,8 +12,9 @@ import type {
   RankExited,
 } from '../coordinator/messages.js';
 import type { CoordinatorResume } from '../coordinator/resume.js';
+import type { LaunchMode } from '../launcher/options.js';
 import type { LaunchRun, RankExitEvent } from '../launcher/run.js';
-import { isCollectiveMode, type LaunchMode } from '../modes.js';
+import { isCollectiveMode } from '../session/session.js';
 import type { ReceivedContribution } from '../wire/data-channel.js';
 import { BOOTSTRAP_CAPABILITY } from '../wire/handshake.js';
 import { DEFAULT_LIVENESS_MS } from '../wire/liveness.js';

@@ -7,7 +7,7 @@ import type { ElCheConfigOptions } from '../coordinator/config.js';
 import type { CoordinatorOptions } from '../coordinator/coordinator-config.js';
 import type { MaxFailureThreshold } from '../coordinator/membership.js';
 import type { EpochCallbackPolicy } from '../coordinator/roles.js';
-import { LAUNCH_MODES, type LaunchMode } from '../modes.js';
+import { LAUNCH_MODES, type LaunchMode } from '../launcher/options.js';
 import type { Hello } from '../wire/messages.js';
 
 /**

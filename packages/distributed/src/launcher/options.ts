@@ -1,13 +1,15 @@
 import { invalidArgument, unknownOptionError } from '@flodl/tensor-native';
+import { EL_CHE_MODES, type ElCheMode } from '../coordinator/config.js';
 import { checkMaxFailure } from '../coordinator/coordinator-config.js';
 import type { MaxFailureThreshold } from '../coordinator/membership.js';
-import { LAUNCH_MODES, type LaunchMode } from '../modes.js';
 import type { ControlServer, ControlServerOptions } from '../wire/index.js';
 import { livenessFromEnv, livenessTimeouts } from '../wire/liveness.js';
 import type { LaunchRun } from './run.js';
 
-// The mode vocabulary lives in ../modes.ts; re-exported here for the launcher's users.
-export { LAUNCH_MODES, type LaunchMode } from '../modes.js';
+/** The averaging modes a run can use (REFERENCE §5.3): ElChe's five modes, one type. */
+export const LAUNCH_MODES: readonly ElCheMode[] = EL_CHE_MODES;
+/** An averaging mode; the same type as the coordinator's {@link ElCheMode}. */
+export type LaunchMode = ElCheMode;
 
 /** Where ranks train. */
 export const LAUNCH_DEVICES = ['cpu', 'cuda'] as const;

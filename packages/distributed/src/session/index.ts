@@ -1,6 +1,6 @@
 // session: the rank's end of a distributed run (control reports, averaging, re-formation).
 
-export { freePortOn } from '../averaging/backends/rendezvous.js';
+export { freePortOn } from './rendezvous.js';
 export {
   type AveragedEvent,
   collectiveBackendFor,

@@ -1,29 +1,50 @@
 import type { Module } from '@flodl/nn';
-import { FlodlError, invalidArgument, type ProcessGroup } from '@flodl/tensor-native';
-import type {
-  AveragedEvent,
-  AveragingBackend,
-  AveragingContext,
-  AveragingWindow,
-} from '../averaging/backends/api.js';
-import { CollectiveBackend, joinGroup } from '../averaging/backends/collective.js';
-import { HostBackend } from '../averaging/backends/host.js';
-import { windowMass } from '../averaging/host.js';
-import { isCollectiveMode, LAUNCH_MODES, type LaunchMode } from '../modes.js';
+import {
+  createProcessGroup,
+  type Device,
+  type DistributedBackend,
+  FlodlError,
+  invalidArgument,
+  type ProcessGroup,
+} from '@flodl/tensor-native';
+import {
+  type CollectiveResult,
+  collectiveAverage,
+  releaseCollectiveBuffers,
+} from '../averaging/collective.js';
+import { type HostTensor, windowMass } from '../averaging/host.js';
+import { applyConsensus, releaseSnapshotBuffers, snapshotContribution } from '../averaging/model.js';
+import { LAUNCH_MODES, type LaunchMode } from '../launcher/options.js';
 import { RankClient } from '../rank/client.js';
 import { ControlClient } from '../wire/client.js';
 import type { DataChannel } from '../wire/data-channel.js';
 import { BOOTSTRAP_CAPABILITY } from '../wire/handshake.js';
 import { livenessFromEnv } from '../wire/liveness.js';
-import type { CoordinatorMessage, SaveReason } from '../wire/messages.js';
+import type { CoordinatorMessage, NewNcclSession, SaveReason } from '../wire/messages.js';
 import { resolveRunSecret } from '../wire/secret.js';
-
-export type { AveragedEvent } from '../averaging/backends/api.js';
-export { collectiveBackendFor } from '../averaging/backends/collective.js';
-export { isCollectiveMode } from '../modes.js';
+import { decodeRendezvous, encodeRendezvous, freePortOn } from './rendezvous.js';
 
 /** Environment variable with the process group's rendezvous port (collective modes). */
 export const PROCESS_GROUP_PORT_ENV = 'FLODL_PG_PORT';
+
+/** True for the modes that average through a device collective (Gloo on CPU). */
+export function isCollectiveMode(mode: LaunchMode): boolean {
+  return mode === 'NcclSync' || mode === 'NcclCadence';
+}
+
+/**
+ * The process-group backend and device for `model`'s parameters: `nccl` on their CUDA device,
+ * `gloo` on the CPU (a model without parameters averages nothing on the CPU).
+ */
+export function collectiveBackendFor(model: Module): { backend: DistributedBackend; device: Device } {
+  const device = model.parameters()[0]?.device ?? 'cpu';
+  return device === 'cpu' ? { backend: 'gloo', device } : { backend: 'nccl', device };
+}
+
+/** What a collective failure looks like when a peer died or stalled (the group is unusable after it). */
+function isPeerFailure(error: unknown): boolean {
+  return FlodlError.isInstance(error) && ['ERR_RANK_FAILED', 'ERR_TIMEOUT', 'ERR_IO'].includes(error.code);
+}
 
 /** Options of {@link DistributedSession.join}; unset values come from the launcher's environment. */
 export interface SessionOptions {
@@ -64,6 +85,23 @@ export interface SessionOptions {
   capabilities?: string[];
 }
 
+/** One applied averaging round, as this rank saw it. */
+export interface AveragedEvent {
+  version: number;
+  /** This rank's realized steps in the window, and its mass. */
+  steps: number;
+  mass: number;
+  /** Σ mass of the parameters' accepted contributions (the one divisor). */
+  totalMass: number;
+  /**
+   * Host modes: the consensus as received. Its bytes are valid during the callback only (they
+   * receive the next round's consensus): copy what you keep.
+   */
+  consensus?: readonly HostTensor[];
+  /** True when the consensus was EASGD-blended rather than adopted. */
+  blended: boolean;
+}
+
 /** What the training loop reports after each optimizer step. */
 export interface StepReport {
   loss: number;
@@ -87,12 +125,12 @@ const HOLD_SLICE_MS = 25;
 
 /**
  * A rank's end of a distributed run: reports each step's timing to the coordinator and, at
- * step points, follows its averaging commands through the averaging backend of the run's mode
- * (`averaging/backends/`). Collective modes (NcclSync / NcclCadence; Gloo on CPU) average
- * parameters and float buffers with the mass law through a process group on `SyncNow` and ack
- * with `SyncAck`. Host modes (CpuSync / CpuCadence / CpuAsync) stream a mass-scaled snapshot
- * over the data channel on `RequestParams` and apply the consensus on `Update` (CpuSync /
- * CpuCadence wait for it; CpuAsync keeps training and EASGD-blends it in when it arrives).
+ * step points, follows its averaging commands. Collective modes (NcclSync / NcclCadence; Gloo
+ * on CPU) average parameters and float buffers with the mass law through a process group on
+ * `SyncNow` and ack with `SyncAck`. Host modes (CpuSync / CpuCadence / CpuAsync) stream a
+ * mass-scaled snapshot over the data channel on `RequestParams` and apply the consensus on
+ * `Update` (CpuSync / CpuCadence wait for it; CpuAsync keeps training and EASGD-blends it in
+ * when it arrives).
  *
  * Deaths: in host modes the coordinator host completes a round with the survivors and the
  * session goes on. In collective modes a collective that fails on a dead peer leaves the model
@@ -116,12 +154,16 @@ export class DistributedSession {
   stopped = false;
   /** Set when the coordinator asked this rank to save its state before exiting (`ShutdownWithSave`). */
   saveRequested: SaveReason | undefined;
+  /** Collective modes: process groups formed after deaths. */
+  reformations = 0;
   #stepCount = 0;
   #windowSteps = 0;
   #lastReport = performance.now();
   #backlog: CoordinatorMessage[] = [];
   #finished = false;
-  readonly #backend: AveragingBackend;
+  #group: ProcessGroup | undefined;
+  /** Why joining the survivors' group failed (thrown at the next SyncNow). */
+  #reformFailure: unknown;
 
   private constructor(
     readonly model: Module,
@@ -129,37 +171,17 @@ export class DistributedSession {
     readonly rank: number,
     readonly worldSize: number,
     readonly control: RankClient,
-    join: { group: ProcessGroup } | { data: DataChannel },
+    group: ProcessGroup | undefined,
+    readonly data: DataChannel | undefined,
     private readonly options: SessionOptions,
     private readonly timeoutMs: number,
   ) {
-    const context = this.#context();
-    this.#backend =
-      'group' in join
-        ? new CollectiveBackend(context, {
-            group: join.group,
-            processGroupHost: options.processGroupHost ?? '127.0.0.1',
-          })
-        : new HostBackend(context, {
-            data: join.data,
-            async: mode === 'CpuAsync',
-            ...(options.easgdAlpha === undefined ? {} : { easgdAlpha: options.easgdAlpha }),
-          });
+    this.#group = group;
   }
 
   /** Collective modes: the live process group (undefined while it is being re-formed). */
   get group(): ProcessGroup | undefined {
-    return this.#backend instanceof CollectiveBackend ? this.#backend.group : undefined;
-  }
-
-  /** Host modes: the data channel to the coordinator host. */
-  get data(): DataChannel | undefined {
-    return this.#backend instanceof HostBackend ? this.#backend.data : undefined;
-  }
-
-  /** Collective modes: process groups formed after deaths. */
-  get reformations(): number {
-    return this.#backend.reformations;
+    return this.#group;
   }
 
   /**
@@ -217,21 +239,19 @@ export class DistributedSession {
       ...(options.workerUrl ? { workerUrl: options.workerUrl } : {}),
       ...(options.capabilities ? { capabilities: options.capabilities } : {}),
     });
-    let join: { group: ProcessGroup } | { data: DataChannel } | undefined = data && { data };
+    let group: ProcessGroup | undefined;
     if (isCollectiveMode(mode)) {
       const port = options.processGroupPort ?? Number(env[PROCESS_GROUP_PORT_ENV]);
       if (!Number.isInteger(port) || port < 1) {
         throw invalidArgument(`${OP}.join`, PROCESS_GROUP_PORT_ENV, 'a port for the process group', port);
       }
-      join = {
-        group: joinGroup(model, {
-          rank,
-          worldSize,
-          host: options.processGroupHost ?? '127.0.0.1',
-          port,
-          timeoutMs,
-        }),
-      };
+      group = joinGroup(model, {
+        rank,
+        worldSize,
+        host: options.processGroupHost ?? '127.0.0.1',
+        port,
+        timeoutMs,
+      });
     }
     // Formation: wait until the coordinator has every rank (its first StartEpoch or SetGlobalStep).
     const formed = control.waitFor(
@@ -241,16 +261,7 @@ export class DistributedSession {
       },
     );
     options.onControl?.(formed);
-    return new DistributedSession(
-      model,
-      mode,
-      rank,
-      worldSize,
-      control,
-      join as { group: ProcessGroup } | { data: DataChannel },
-      options,
-      timeoutMs,
-    );
+    return new DistributedSession(model, mode, rank, worldSize, control, group, data, options, timeoutMs);
   }
 
   /** Steps this rank has run. */
@@ -305,7 +316,7 @@ export class DistributedSession {
       if (message.type === 'SyncNow' && index < lastDeath) continue;
       // CpuSync's Throttle after a RequestParams is served by the hold until the Update.
       if (message.type === 'Throttle' && requested) continue;
-      if (message.type === 'RequestParams' && this.#backend.holdsRound) requested = true;
+      if (message.type === 'RequestParams' && this.mode !== 'CpuAsync') requested = true;
       await this.#handle(message);
     }
   }
@@ -333,7 +344,10 @@ export class DistributedSession {
         await this.awaitControl();
       }
     } finally {
-      this.#backend.close();
+      this.data?.close();
+      this.#group?.destroy();
+      releaseCollectiveBuffers(this.model);
+      releaseSnapshotBuffers(this.model);
       await this.control.close();
     }
   }
@@ -341,10 +355,13 @@ export class DistributedSession {
   async #handle(message: CoordinatorMessage): Promise<void> {
     switch (message.type) {
       case 'SyncNow':
+        this.#syncNow();
+        return;
       case 'RequestParams':
+        await this.#requestParams(message.version);
+        return;
       case 'Update':
-      case 'RequestNewNcclId':
-        await this.#backend.serve(message);
+        await this.#update(message.version);
         return;
       case 'ShutdownWithSave':
         this.saveRequested = message.reason;
@@ -356,11 +373,16 @@ export class DistributedSession {
         this.options.onControl?.(message);
         return;
       case 'DeclareDead':
-        this.#backend.peerDied();
+        // The group includes a dead rank: every later collective on it would fail or hang.
+        this.#group?.abort();
+        this.#group = undefined;
         this.options.onControl?.(message);
         return;
+      case 'RequestNewNcclId':
+        await this.#mintRendezvous();
+        return;
       case 'NewNcclSession':
-        this.#backend.reform(message);
+        this.#reform(message);
         this.options.onControl?.(message);
         return;
       default:
@@ -368,38 +390,181 @@ export class DistributedSession {
     }
   }
 
-  /** What the averaging backend may read and do of this session. */
-  #context(): AveragingContext {
-    const session = this;
-    return {
-      model: this.model,
-      control: this.control,
-      timeoutMs: this.timeoutMs,
-      backlog: this.#backlog,
-      get version() {
-        return session.version;
-      },
-      get stepCount() {
-        return session.#stepCount;
-      },
-      closeWindow: (version) => this.#closeWindow(version),
-      reopenWindow: (steps) => {
-        this.#windowSteps += steps;
-      },
-      applied: (event) => {
-        this.version = event.version;
-        this.options.onAveraged?.(event);
-      },
-      serve: (message) => this.#handle(message),
-      awaitControl: (leftMs) => this.awaitControl(leftMs),
-    };
+  /** The lowest survivor: a fresh rendezvous on this host, where it will be the new rank 0. */
+  async #mintRendezvous(): Promise<void> {
+    const host = this.options.processGroupHost ?? '127.0.0.1';
+    const port = await freePortOn(host);
+    this.control.send({ type: 'NewNcclIdGenerated', uidBytes: encodeRendezvous({ host, port }) });
   }
 
-  #closeWindow(version: number): AveragingWindow {
+  /** Joins the survivors' new group; a failure surfaces at the next SyncNow. */
+  #reform(message: NewNcclSession): void {
+    this.#group?.abort();
+    this.#group = undefined;
+    const rendezvous = decodeRendezvous(message.uidBytes);
+    try {
+      if (!rendezvous) {
+        throw new FlodlError('ERR_WIRE', 'NewNcclSession carries no host:port rendezvous', {
+          op: `${OP}.reform`,
+          expected: 'host:port',
+          got: new TextDecoder().decode(message.uidBytes),
+        });
+      }
+      this.#group = joinGroup(this.model, {
+        rank: message.newRank,
+        worldSize: message.newWorldSize,
+        ...rendezvous,
+        timeoutMs: this.timeoutMs,
+      });
+      this.#reformFailure = undefined;
+      this.reformations += 1;
+    } catch (error) {
+      this.#reformFailure = error;
+    }
+  }
+
+  #openWindow(version: number): { steps: number; mass: number } {
     const steps = this.#windowSteps;
     const mass = windowMass(steps, this.options.gamma ?? 1);
     this.options.onBeforeAverage?.({ version, steps, mass });
     this.#windowSteps = 0;
-    return { version, steps, mass };
+    return { steps, mass };
   }
+
+  #syncNow(): void {
+    if (!isCollectiveMode(this.mode))
+      throw new FlodlError('ERR_INVALID_ARGUMENT', `SyncNow in host mode ${this.mode}`, { op: OP });
+    const group = this.#group;
+    if (!group) {
+      if (this.#reformFailure !== undefined) throw this.#reformFailure;
+      return; // the group died with a peer: this round was aborted, a re-formation is coming
+    }
+    const version = this.version + 1;
+    const { steps, mass } = this.#openWindow(version);
+    let result: CollectiveResult;
+    try {
+      result = collectiveAverage(group, this.model, mass);
+    } catch (error) {
+      if (!isPeerFailure(error)) throw error;
+      // The model is as it was (the collective writes it only at the end): reopen the window,
+      // drop the group, and wait for the coordinator's DeclareDead and re-formation.
+      this.#windowSteps += steps;
+      group.abort();
+      this.#group = undefined;
+      return;
+    }
+    this.version = version;
+    this.control.syncAck({
+      stepCount: this.#stepCount,
+      divergence: result.divergence,
+      preNorm: result.preNorm,
+      postNorm: result.postNorm,
+    });
+    this.options.onAveraged?.({ version, steps, mass, totalMass: result.totalMass, blended: false });
+  }
+
+  #pendingWindow: { version: number; steps: number; mass: number } | undefined;
+
+  async #requestParams(version: number): Promise<void> {
+    const data = this.#dataChannel();
+    const window = { version, ...this.#openWindow(version) };
+    // Bytes kept for the model: sent before the next round's snapshot writes them again.
+    await data.send(version, snapshotContribution(this.model, window.mass));
+    this.control.send({ type: 'SnapshotReady', version });
+    this.#pendingWindow = window;
+    if (this.mode === 'CpuAsync') return;
+    // CpuSync / CpuCadence: hold until the consensus is in, so every rank leaves the round equal.
+    const deadline = Date.now() + this.timeoutMs;
+    for (;;) {
+      const messages = this.control.poll();
+      const index = messages.findIndex((message) => message.type === 'Update');
+      // A Throttle that came before the Update is served by this very hold.
+      const notThrottle = (message: CoordinatorMessage) => message.type !== 'Throttle';
+      if (index >= 0) {
+        this.#backlog.push(...messages.slice(0, index).filter(notThrottle), ...messages.slice(index + 1));
+        await this.#update((messages[index] as { version: number }).version);
+        // A graceful stop sent behind this round is served now, with what came before it
+        // (SetGlobalStep): the rank stops at this round, before another step.
+        if (this.#backlog.some(isGracefulStop)) {
+          for (const message of this.#backlog.splice(0)) await this.#handle(message);
+        }
+        return;
+      }
+      this.#backlog.push(...messages.filter(notThrottle));
+      // The run ends without this round (a save-and-exit after deaths): stop waiting for it.
+      // A graceful stop is served after the round (sent behind its RequestParams): every rank
+      // leaves it with the consensus, then stops.
+      const end = this.#backlog.findIndex(
+        (message) => message.type === 'Shutdown' || message.type === 'ShutdownWithSave',
+      );
+      const ending = this.#backlog[end];
+      if (end >= 0 && (!(ending && isGracefulStop(ending)) || Date.now() > deadline)) {
+        const [message] = this.#backlog.splice(end, 1);
+        await this.#handle(message as CoordinatorMessage);
+        return;
+      }
+      if (Date.now() > deadline) {
+        throw new FlodlError('ERR_TIMEOUT', `no Update for round ${version} within ${this.timeoutMs} ms`, {
+          op: OP,
+        });
+      }
+      await this.awaitControl(deadline - Date.now());
+    }
+  }
+
+  async #update(version: number): Promise<void> {
+    const data = this.#dataChannel();
+    const received = await data.receiveContribution({ timeoutMs: this.timeoutMs });
+    if (received.version !== version) {
+      throw new FlodlError(
+        'ERR_RANK_FAILED',
+        `consensus of round ${received.version} for Update ${version}`,
+        { op: OP },
+      );
+    }
+    const consensus: HostTensor[] = received.tensors.map((tensor) => ({
+      name: tensor.name,
+      dtype: tensor.dtype,
+      shape: tensor.shape,
+      mass: tensor.mass,
+      bytes: tensor.bytes,
+    }));
+    const alpha = this.mode === 'CpuAsync' ? this.options.easgdAlpha : undefined;
+    applyConsensus(this.model, consensus, alpha === undefined ? {} : { easgdAlpha: alpha });
+    this.version = version;
+    const window = this.#pendingWindow?.version === version ? this.#pendingWindow : { steps: 0, mass: 0 };
+    this.#pendingWindow = undefined;
+    this.options.onAveraged?.({
+      version,
+      steps: window.steps,
+      mass: window.mass,
+      totalMass: consensus.find((tensor) => tensor.name.startsWith('p:'))?.mass ?? 0,
+      consensus,
+      blended: alpha !== undefined,
+    });
+    // Applied and seen: its buffers receive the next round's consensus (no fresh memory per round).
+    data.recycle(received.tensors);
+  }
+
+  #dataChannel(): DataChannel {
+    if (!this.data)
+      throw new FlodlError('ERR_INVALID_ARGUMENT', `host averaging in collective mode ${this.mode}`, {
+        op: OP,
+      });
+    return this.data;
+  }
+}
+
+/** A process group on the backend of `model`'s device (nccl on CUDA, gloo on the CPU). */
+function joinGroup(
+  model: Module,
+  where: { rank: number; worldSize: number; host: string; port: number; timeoutMs: number },
+): ProcessGroup {
+  const { backend, device } = collectiveBackendFor(model);
+  return createProcessGroup({ backend, ...where, ...(backend === 'nccl' ? { device } : {}) });
+}
+
+/** A graceful stop (`ShutdownWithSave(GracefulShutdown)`): served after the round it was sent behind. */
+function isGracefulStop(message: CoordinatorMessage): boolean {
+  return message.type === 'ShutdownWithSave' && message.reason === 'GracefulShutdown';
 }

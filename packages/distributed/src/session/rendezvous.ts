@@ -1,5 +1,5 @@
 import { createServer } from 'node:net';
-import { MAX_SESSION_ID_BYTES } from '../../wire/messages.js';
+import { MAX_SESSION_ID_BYTES } from '../wire/messages.js';
 
 /** Where the survivors of a collective run meet to form their new process group. */
 export interface Rendezvous {

@@ -3,24 +3,44 @@
 // round (its collective, or its step in lockstep) keep heartbeating and are not taken for
 // stalled themselves.
 import { describe, expect, it } from 'vitest';
-import { EL_CHE_MODES, SimulatedCluster } from '../src/coordinator/index.js';
+import {
+  EL_CHE_MODES,
+  type ElCheMode,
+  SimulatedCluster,
+  type SimulatedClusterOptions,
+  type SimulatedRankSpec,
+} from '../src/coordinator/index.js';
+
+/** Three ranks of 20 ms steps, a 3 s heartbeat timeout; `extra` adds to the cluster's options. */
+function cluster(
+  mode: ElCheMode,
+  ranks: SimulatedRankSpec[],
+  extra: Partial<SimulatedClusterOptions> = {},
+): SimulatedCluster {
+  return new SimulatedCluster({
+    ranks,
+    coordinator: {
+      totalSamples: 12_000,
+      batchSize: 32,
+      numEpochs: 2,
+      elche: { mode },
+      heartbeatTimeoutMs: 3_000,
+    },
+    syncMs: 10,
+    reduceMs: 10,
+    tickMs: 100,
+    ...extra,
+  });
+}
 
 describe('a frozen rank and the peers waiting on it (simulated ranks, fake clock)', () => {
   for (const mode of EL_CHE_MODES) {
     it(`${mode}: only the frozen rank is suspected and lost`, () => {
-      const sim = new SimulatedCluster({
-        ranks: [{ msPerBatch: 20 }, { msPerBatch: 20 }, { msPerBatch: 20, hangAtMs: 1_500 }],
-        coordinator: {
-          totalSamples: 12_000,
-          batchSize: 32,
-          numEpochs: 2,
-          elche: { mode },
-          heartbeatTimeoutMs: 3_000,
-        },
-        syncMs: 10,
-        reduceMs: 10,
-        tickMs: 100,
-      });
+      const sim = cluster(mode, [
+        { msPerBatch: 20 },
+        { msPerBatch: 20 },
+        { msPerBatch: 20, hangAtMs: 1_500 },
+      ]);
       const result = sim.run();
       expect(result.finished).toBe(true);
       const suspected = result.notices.filter((notice) => notice.type === 'RankSuspected').map((n) => n.rank);
@@ -41,25 +61,15 @@ describe('a rank frozen inside the collective (simulated ranks, fake clock)', ()
   for (const mode of ['NcclSync', 'NcclCadence'] as const) {
     for (const hangAt of [800, 1_100, 1_400, 1_700, 2_000, 2_300, 2_600]) {
       it(`${mode}: frozen in the first collective after ${hangAt} ms, only it is lost`, () => {
-        const sim = new SimulatedCluster({
-          ranks: [
+        const sim = cluster(
+          mode,
+          [
             { msPerBatch: 20, jitter: 0.1 },
             { msPerBatch: 20, jitter: 0.1, hangInCollectiveAtMs: hangAt },
             { msPerBatch: 20, jitter: 0.1 },
           ],
-          coordinator: {
-            totalSamples: 12_000,
-            batchSize: 32,
-            numEpochs: 2,
-            elche: { mode },
-            heartbeatTimeoutMs: 3_000,
-          },
-          syncMs: 10,
-          reduceMs: 10,
-          tickMs: 10,
-          heartbeatMs: 200,
-          collectiveAbortMs: 1_500,
-        });
+          { tickMs: 10, heartbeatMs: 200, collectiveAbortMs: 1_500 },
+        );
         const result = sim.run();
         expect(result.finished).toBe(true);
         const lost = sim.coordinator.deathRecords().map((record) => `${record.rank} (${record.cause})`);

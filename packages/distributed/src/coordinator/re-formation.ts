@@ -105,9 +105,10 @@ function shrink(core: CoordinatorCore, rank: number): void {
     // They leave a collective with the dead rank only once its process is ended: their
     // clocks start again from this new work, not from the round they waited in.
     const now = core.clock.now();
-    for (const survivor of core.membership.liveRanks()) core.stalls.progress(survivor, now);
+    const survivors = core.membership.liveRanks();
+    for (const survivor of survivors) core.stalls.progress(survivor, now);
     core.broadcast({ type: 'DeclareDead', rank });
-    core.ncclGenerator = core.membership.liveRanks()[0];
+    core.ncclGenerator = survivors[0];
     if (core.ncclGenerator !== undefined) core.send(core.ncclGenerator, { type: 'RequestNewNcclId' });
   }
   core.callbacks.onDeath(rank);

@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
@@ -316,17 +317,15 @@ export async function runCli(argv: readonly string[], extensions: CliExtensions 
       onServer: watched.onServer,
       signal: controller.signal,
     });
-    if (result.interrupted || received !== undefined) {
-      if (!result.interrupted) outcome = 'Completed';
-      return received === 'SIGTERM' ? 143 : 130;
-    }
-    outcome = 'Completed';
+    if (!result.interrupted) outcome = 'Completed';
+    // Only a signal aborts the launch: interrupted, or stopped together, it exits 130 / 143.
+    if (received !== undefined) return signalExitCode(received);
     if (result.lost.length > 0) process.stderr.write(`${describeLost(result)}\n`);
     return 0;
   } catch (error) {
     // Stopped by a signal: ranks that did not outlive it (a script that lets SIGINT end it)
     // are the stop, not a failure to report.
-    if (received !== undefined) return received === 'SIGTERM' ? 143 : 130;
+    if (received !== undefined) return signalExitCode(received);
     const isFlodl = FlodlError.isInstance(error);
     process.stderr.write(
       `flodl: ${isFlodl ? `[${error.code}] ` : ''}${error instanceof Error ? error.message : String(error)}\n`,
@@ -337,6 +336,11 @@ export async function runCli(argv: readonly string[], extensions: CliExtensions 
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
+}
+
+/** The exit code of a process ended by `signal`, as a shell reports it (130 for SIGINT, 143 for SIGTERM). */
+function signalExitCode(signal: NodeJS.Signals): number {
+  return 128 + constants.signals[signal];
 }
 
 /** The lines `flodl launch --elastic` prints when a run finished without some of its ranks. */
